@@ -1,0 +1,42 @@
+# `make run` starts the demo on a fresh machine; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+MANAGE := $(BIN)/python manage.py
+TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
+
+.PHONY: run test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: requirements/base.txt requirements/local.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements/local.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(MANAGE) migrate --noinput -v0
+	$(MANAGE) collectstatic --noinput -v0
+	$(MANAGE) import_mcp_servers config/mcp_servers.json
+	$(MANAGE) ensure_admin
+	$(BIN)/honcho --no-prefix -f Procfile start
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# SQLite first (the embedded default), then every database test again on PostgreSQL.
+test: lint
+	$(BIN)/pytest
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m db
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var/broker var/broker-processed

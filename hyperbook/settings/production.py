@@ -1,0 +1,13 @@
+"""Production: every secret must come from the environment (or a *_FILE); nothing is generated."""
+
+from .base import *  # noqa: F403
+from .env import env_bool, env_int, required_secret
+
+SECRET_KEY = required_secret("DJANGO_SECRET_KEY")
+TOKEN_FINGERPRINT_KEY = required_secret("TOKEN_FINGERPRINT_KEY")
+
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)

@@ -1,0 +1,89 @@
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from registry.declarations import DeclarationError, validate_mcp_server
+from registry.models import AllowedTool, McpServer
+from registry.services import server_save
+
+
+def _declaration_mapping(server: McpServer, tools: list[str]) -> dict:
+    """What the admin form says, in the import file's format, so both share one validator."""
+    mapping = {
+        "id": server.server_id,
+        "enabled": server.enabled,
+        "provider": server.provider,
+        "transport": server.transport,
+        "auth_delivery": server.auth_delivery,
+        "default_tool": server.default_tool,
+        "tool_allowlist": tools,
+        "router_mode": server.router_mode,
+        "description": server.description,
+        "timeout_seconds_env": server.timeout_seconds_env,
+    }
+    if server.timeout_seconds is not None:
+        mapping["timeout_seconds"] = server.timeout_seconds
+    # Empty optional fields are left out: a KB declaration may not carry even an empty one.
+    for name in ("base_url_env", "endpoint_path", "endpoint_url", "token_env"):
+        if getattr(server, name):
+            mapping[name] = getattr(server, name)
+    return mapping
+
+
+class AllowedToolFormSet(forms.BaseInlineFormSet):
+    def tool_names(self) -> list[str]:
+        return [
+            form.cleaned_data["tool_name"]
+            for form in self.forms
+            if form.cleaned_data.get("tool_name") and not form.cleaned_data.get("DELETE")
+        ]
+
+    def clean(self):
+        super().clean()
+        if any(self.errors):
+            return
+        try:
+            self.declaration = validate_mcp_server(
+                _declaration_mapping(self.instance, self.tool_names())
+            )
+        except DeclarationError as exc:
+            raise ValidationError([str(error) for error in exc.errors]) from None
+
+
+class AllowedToolInline(admin.TabularInline):
+    model = AllowedTool
+    formset = AllowedToolFormSet
+    extra = 1
+    min_num = 0
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    list_display = ("server_id", "provider", "enabled", "router_mode", "default_tool", "updated_at")
+    list_filter = ("provider", "enabled", "router_mode")
+    search_fields = ("server_id", "description")
+    inlines = [AllowedToolInline]
+    fieldsets = (
+        (None, {"fields": ("server_id", "enabled", "provider", "transport", "description")}),
+        (_("KB VPD 서버"), {"fields": ("base_url_env", "endpoint_path", "auth_delivery")}),
+        (_("기존 선언 (벡터, custom_python)"), {"fields": ("endpoint_url", "token_env")}),
+        (_("도구와 라우팅"), {"fields": ("default_tool", "router_mode")}),
+        (_("타임아웃"), {"fields": ("timeout_seconds_env", "timeout_seconds")}),
+    )
+
+    def get_readonly_fields(self, request, obj=None):
+        # The id names the server in configuration files and audit events; it never changes.
+        return ("server_id",) if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        # Saved in save_related, through the service, once the allowlist has been validated with it.
+        pass
+
+    def save_related(self, request, form, formsets, change):
+        (tool_formset,) = [fs for fs in formsets if isinstance(fs, AllowedToolFormSet)]
+        server, _ = server_save(declaration=tool_formset.declaration)
+        form.instance.pk = server.pk
+        # The admin's change message reads these; the service did the saving.
+        for formset in formsets:
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []

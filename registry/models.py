@@ -1,0 +1,104 @@
+"""Registered MCP servers and the tools each may be asked to run."""
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from registry import declarations
+
+tool_name_validator = RegexValidator(
+    declarations.TOOL_NAME_RE, _("도구 이름은 A-Z a-z 0-9 _ - . 로 된 1~128자여야 합니다.")
+)
+
+
+class McpServer(models.Model):
+    class Provider(models.TextChoices):
+        KB_VPD = declarations.KB_PROVIDER, _("KB VPD Streamable HTTP")
+        VECTOR = declarations.VECTOR_PROVIDER, _("KB 벡터 검색")
+        CUSTOM_PYTHON = declarations.CUSTOM_PYTHON_PROVIDER, _("로컬 Python MCP (custom_python)")
+
+    class RouterMode(models.TextChoices):
+        DIRECT = "direct", _("직접 선택 (라우터 없음)")
+        LLM = "llm", _("LLM 라우터")
+
+    class AuthDelivery(models.TextChoices):
+        PER_REQUEST_VPD_BEARER = "per_request_vpd_bearer", _("요청마다 사용자 VPD Bearer")
+        SERVICE_TOKEN_ENV = "service_token_env", _("환경변수의 서비스 토큰")
+        NONE = "none", _("인증 없음")
+
+    server_id = models.CharField(
+        _("서버 ID"),
+        max_length=64,
+        unique=True,
+        validators=[RegexValidator(declarations.SERVER_ID_RE)],
+    )
+    enabled = models.BooleanField(_("사용"), default=True)
+    provider = models.CharField(_("제공자"), max_length=32, choices=Provider.choices)
+    transport = models.CharField(_("전송 방식"), max_length=32, default="streamable_http")
+    base_url_env = models.CharField(_("기본 URL 환경변수"), max_length=128, blank=True)
+    endpoint_path = models.CharField(_("엔드포인트 경로"), max_length=256, blank=True)
+    endpoint_url = models.CharField(_("엔드포인트 URL (기존 선언)"), max_length=512, blank=True)
+    token_env = models.CharField(_("토큰 환경변수 이름 (기존 선언)"), max_length=128, blank=True)
+    auth_delivery = models.CharField(
+        _("인증 전달"),
+        max_length=32,
+        choices=AuthDelivery.choices,
+        default=AuthDelivery.PER_REQUEST_VPD_BEARER,
+    )
+    timeout_seconds_env = models.CharField(_("타임아웃 환경변수"), max_length=128, blank=True)
+    timeout_seconds = models.PositiveIntegerField(_("타임아웃(초)"), null=True, blank=True)
+    default_tool = models.CharField(
+        _("기본 도구"), max_length=128, validators=[tool_name_validator]
+    )
+    router_mode = models.CharField(
+        _("라우팅"), max_length=16, choices=RouterMode.choices, default=RouterMode.DIRECT
+    )
+    description = models.TextField(_("설명"), blank=True, max_length=1000)
+    created_at = models.DateTimeField(_("생성 시각"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("수정 시각"), auto_now=True)
+
+    class Meta:
+        ordering = ["server_id"]
+        verbose_name = _("MCP 서버")
+        verbose_name_plural = _("MCP 서버")
+
+    def __str__(self) -> str:
+        return self.server_id
+
+    def to_declaration(self) -> declarations.McpServerDeclaration:
+        tools = tuple(self.allowed_tools.values_list("tool_name", flat=True))
+        return declarations.McpServerDeclaration(
+            id=self.server_id,
+            enabled=self.enabled,
+            provider=self.provider,
+            transport=self.transport,
+            base_url_env=self.base_url_env,
+            endpoint_path=self.endpoint_path,
+            endpoint_url=self.endpoint_url,
+            token_env=self.token_env,
+            auth_delivery=self.auth_delivery,
+            timeout_seconds_env=self.timeout_seconds_env,
+            timeout_seconds=self.timeout_seconds,
+            default_tool=self.default_tool,
+            tool_allowlist=tools,
+            router_mode=self.router_mode,
+            description=self.description,
+        )
+
+
+class AllowedTool(models.Model):
+    server = models.ForeignKey(
+        McpServer, on_delete=models.CASCADE, related_name="allowed_tools", verbose_name=_("서버")
+    )
+    tool_name = models.CharField(_("도구 이름"), max_length=128, validators=[tool_name_validator])
+
+    class Meta:
+        ordering = ["server", "tool_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "tool_name"], name="unique_tool_per_server")
+        ]
+        verbose_name = _("허용 도구")
+        verbose_name_plural = _("허용 도구 목록")
+
+    def __str__(self) -> str:
+        return self.tool_name
