@@ -1,8 +1,13 @@
-"""ASGI entry point: Django for the admin, API and health check."""
+"""ASGI entry point: /mcp (the embedded MCP server) beside Django (admin, API, health check)."""
 
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperbook.settings.local")
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from mcpserver.routing import Router  # noqa: E402  (needs Django set up first)
+from mcpserver.server import McpApplication  # noqa: E402
+
+application = Router(django_application, McpApplication())

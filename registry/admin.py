@@ -87,3 +87,6 @@ class McpServerAdmin(admin.ModelAdmin):
         # The admin's change message reads these; the service did the saving.
         for formset in formsets:
             formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+
+from registry import admin_delegations  # noqa: E402,F401  (registers the delegation admin)

@@ -1,5 +1,6 @@
 """Registered MCP servers and the tools each may be asked to run."""
 
+from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -102,3 +103,71 @@ class AllowedTool(models.Model):
 
     def __str__(self) -> str:
         return self.tool_name
+
+
+class DelegationQuerySet(models.QuerySet):
+    def usable(self, *, now):
+        return self.filter(revoked_at__isnull=True, expires_at__gt=now)
+
+
+class TokenDelegation(models.Model):
+    """An "Aegis" delegation: this VPD token acts for this stakeholder, for this agent, until then.
+
+    Only a keyed HMAC-SHA256 fingerprint of the token and a short display prefix are kept.
+    """
+
+    class Source(models.TextChoices):
+        ISSUED = "issued", _("hyperbook에서 발급")
+        REGISTERED = "registered", _("외부 발급 토큰 등록")
+
+    fingerprint = models.CharField(_("토큰 지문 (HMAC-SHA256)"), max_length=64, unique=True)
+    display_prefix = models.CharField(_("표시용 접두어"), max_length=16, blank=True)
+    source = models.CharField(_("출처"), max_length=16, choices=Source.choices)
+    stakeholder = models.ForeignKey(
+        "kb.Stakeholder",
+        on_delete=models.PROTECT,
+        related_name="delegations",
+        verbose_name=_("관계자"),
+    )
+    agent_name = models.CharField(_("위임 대상 에이전트/클라이언트"), max_length=128)
+    tools = models.JSONField(_("허용 도구"), default=list)
+    expires_at = models.DateTimeField(_("만료 시각"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("생성자"),
+    )
+    created_at = models.DateTimeField(_("생성 시각"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("마지막 사용"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("폐기 시각"), null=True, blank=True)
+    revoked_reason = models.CharField(_("폐기 사유"), max_length=500, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("폐기자"),
+    )
+
+    objects = DelegationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["stakeholder", "revoked_at", "expires_at"])]
+        verbose_name = _("토큰 위임")
+        verbose_name_plural = _("토큰 위임 (Aegis)")
+
+    def __str__(self) -> str:
+        # The prefix and the stakeholder only: never anything a token could be rebuilt from.
+        return f"{self.display_prefix}… → {self.stakeholder_id} ({self.agent_name})"
+
+    def state(self, *, now) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at <= now:
+            return "expired"
+        return "active"

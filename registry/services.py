@@ -2,16 +2,30 @@
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
 
+from kb.models import Stakeholder
 from registry.declarations import (
+    KB_TOOL_NAME,
+    TOOL_NAME_RE,
     DeclarationError,
     FieldError,
     McpServerDeclaration,
     validate_mcp_server,
 )
-from registry.models import AllowedTool, McpServer
+from registry.models import AllowedTool, McpServer, TokenDelegation
+from registry.tokens import (
+    MalformedToken,
+    display_prefix,
+    generate_token,
+    normalize_token,
+    token_fingerprint,
+)
 
 
 @dataclass
@@ -88,3 +102,95 @@ def servers_import(*, rows: Iterable[object]) -> ImportReport:
             _, outcome = server_save(declaration=declaration)
             getattr(report, outcome).append(declaration.id)
     return report
+
+
+class DelegationError(ValueError):
+    """A delegation request broke a rule; the message is safe to show and names no token."""
+
+
+def _checked_delegation_terms(*, tools: list[str], expires_at: datetime) -> list[str]:
+    now = timezone.now()
+    if expires_at <= now:
+        raise DelegationError(_("만료 시각은 현재 이후여야 합니다."))
+    if expires_at > now + timedelta(days=settings.DELEGATION_MAX_LIFETIME_DAYS):
+        raise DelegationError(
+            _("만료 시각은 최대 %(days)s일 이내여야 합니다.")
+            % {"days": settings.DELEGATION_MAX_LIFETIME_DAYS}
+        )
+    tools = list(dict.fromkeys(tools))
+    if not tools or any(not TOOL_NAME_RE.match(name) for name in tools):
+        raise DelegationError(_("허용 도구는 MCP 도구 이름이 하나 이상이어야 합니다."))
+    return tools
+
+
+def delegation_issue(
+    *,
+    stakeholder: Stakeholder,
+    agent_name: str,
+    expires_at: datetime,
+    tools: list[str] | None = None,
+    created_by=None,
+) -> tuple[TokenDelegation, str]:
+    """Create a delegation with a new random token. The token is returned once and never stored."""
+    tools = _checked_delegation_terms(tools=tools or [KB_TOOL_NAME], expires_at=expires_at)
+    token = generate_token()
+    delegation = TokenDelegation.objects.create(
+        fingerprint=token_fingerprint(token),
+        display_prefix=display_prefix(token),
+        source=TokenDelegation.Source.ISSUED,
+        stakeholder=stakeholder,
+        agent_name=agent_name,
+        tools=tools,
+        expires_at=expires_at,
+        created_by=created_by,
+    )
+    return delegation, token
+
+
+def delegation_register(
+    *,
+    raw_token: str,
+    stakeholder: Stakeholder,
+    agent_name: str,
+    expires_at: datetime,
+    tools: list[str] | None = None,
+    created_by=None,
+) -> TokenDelegation:
+    """Record a token issued elsewhere: only its fingerprint is kept."""
+    tools = _checked_delegation_terms(tools=tools or [KB_TOOL_NAME], expires_at=expires_at)
+    try:
+        token = normalize_token(raw_token)
+    except MalformedToken:
+        raise DelegationError(_("토큰 형식이 올바르지 않습니다.")) from None
+    fingerprint = token_fingerprint(token)
+    if TokenDelegation.objects.filter(fingerprint=fingerprint).exists():
+        raise DelegationError(_("이미 등록된 토큰입니다."))
+    return TokenDelegation.objects.create(
+        fingerprint=fingerprint,
+        display_prefix=display_prefix(token),
+        source=TokenDelegation.Source.REGISTERED,
+        stakeholder=stakeholder,
+        agent_name=agent_name,
+        tools=tools,
+        expires_at=expires_at,
+        created_by=created_by,
+    )
+
+
+def delegation_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=None) -> bool:
+    """Revoke once; a second revoke keeps the first reason. Returns whether this call revoked it."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise DelegationError(_("폐기 사유를 입력하세요."))
+    updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_reason=reason[:500], revoked_by=revoked_by
+    )
+    delegation.refresh_from_db()
+    return bool(updated)
+
+
+def delegation_mark_used(*, delegation_id: int, now: datetime) -> None:
+    # Coarse on purpose: at most one write per delegation a minute keeps the hot path cheap.
+    TokenDelegation.objects.filter(pk=delegation_id).filter(
+        models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - timedelta(minutes=1))
+    ).update(last_used_at=now)

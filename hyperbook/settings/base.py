@@ -68,6 +68,13 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the Celery worker share the file: WAL lets readers run beside a writer.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -151,3 +158,26 @@ LOGGING = {
 }
 
 DEBUG_PROPAGATE_EXCEPTIONS = env_bool("DEBUG_PROPAGATE_EXCEPTIONS", False)
+
+# Token delegations and the embedded /mcp endpoint.
+DELEGATION_MAX_LIFETIME_DAYS = env_int("DELEGATION_MAX_LIFETIME_DAYS", 90)
+DELEGATION_DEFAULT_LIFETIME_DAYS = env_int("DELEGATION_DEFAULT_LIFETIME_DAYS", 30)
+VPD_TOKEN_PRESETS_FILE = Path(
+    env_str("VPD_TOKEN_PRESETS_FILE") or VAR_DIR / "vpd_token_presets.json"
+)
+MCP_ALLOWED_ORIGINS = env_list(
+    "MCP_ALLOWED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"]
+)
+# Host header values /mcp answers to (DNS-rebinding defence); a port is allowed on each.
+MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+MCP_RESOURCE_URL = env_str("MCP_RESOURCE_URL")  # public URL of /mcp; derived from Host when unset
+MCP_AUTHORIZATION_SERVERS = env_list("MCP_AUTHORIZATION_SERVERS")
+MCP_PROMPT_MAX_LENGTH = env_int("MCP_PROMPT_MAX_LENGTH", 2000)
+MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 65536)
+MCP_RATE_LIMIT = env_str("MCP_RATE_LIMIT", "120/minute")  # per delegation
+MCP_AUTH_FAILURE_LIMIT = env_str("MCP_AUTH_FAILURE_LIMIT", "20/minute")  # per client address
+
+# KB data layer: relative periods resolve against this date; KB reads on PostgreSQL run as this
+# NOLOGIN, NOBYPASSRLS role (SET LOCAL ROLE), so row-level security holds for any login role.
+KB_AS_OF_DATE = env_str("KB_AS_OF_DATE", "2026-06-30")
+KB_DB_READER_ROLE = env_str("KB_DB_READER_ROLE", "hyperbook_kb_reader")

@@ -1,0 +1,397 @@
+"""The checks in front of the MCP SDK: Host, Origin, bearer, permission, rate limit, body shape.
+
+Runs at the ASGI layer (not through Django's middleware stack, which costs ~2 ms a request) and
+answers refusals itself, so no tool code runs for a request that fails any check.
+"""
+
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+from mcpserver.principals import Authentication, Principal, authenticate_token
+from mcpserver.ratelimit import RateLimits
+from registry.tokens import MalformedToken, bearer_from_header
+
+logger = logging.getLogger("hyperbook.mcp")
+
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+
+
+@dataclass
+class RequestRecord:
+    """What one /mcp request did, for logs and audit. Never holds a token or a prompt's text."""
+
+    request_id: str
+    started: float
+    client: str = ""
+    origin: str | None = None
+    user_agent: str = ""
+    http_method: str = ""
+    status: int = 0
+    outcome: str = ""
+    reason: str = ""
+    rpc_method: str = ""
+    tool: str = ""
+    principal: Principal | None = None
+    prompt_length: int | None = None
+    row_count: int | None = None
+    masked_columns: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+
+def _in_db_thread(function):
+    def run(*args):
+        close_old_connections()
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+_authenticate = _in_db_thread(authenticate_token)
+
+
+class McpGate:
+    def __init__(
+        self,
+        app,
+        *,
+        allowed_hosts: list[str],
+        allowed_origins: list[str],
+        resource_url: str,
+        authorization_servers: list[str],
+        max_body_bytes: int,
+        rate_limits: RateLimits,
+        on_complete: Callable[[RequestRecord], Awaitable[None]] | None = None,
+    ):
+        self.app = app
+        self.allowed_hosts = {h.lower() for h in allowed_hosts}
+        self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.resource_url = resource_url
+        self.authorization_servers = authorization_servers
+        self.max_body_bytes = max_body_bytes
+        self.rate_limits = rate_limits
+        self.on_complete = on_complete
+
+    async def __call__(self, scope, receive, send):
+        headers = _headers(scope)
+        incoming_id = headers.get("x-request-id", "")
+        record = RequestRecord(
+            request_id=incoming_id if REQUEST_ID_RE.match(incoming_id) else uuid.uuid4().hex,
+            started=time.perf_counter(),
+            client=(scope.get("client") or ("", 0))[0],
+            origin=headers.get("origin"),
+            user_agent=headers.get("user-agent", "")[:256],
+            http_method=scope["method"],
+        )
+
+        async def send_with_request_id(message):
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", record.request_id.encode()),
+                ]
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, send_with_request_id, headers, record)
+        except Exception:
+            # A request never crashes the worker or leaks a traceback; the id ties logs together.
+            logger.exception("mcp request failed request_id=%s", record.request_id)
+            if not record.status:
+                record.outcome = "error"
+                await _reply(send_with_request_id, 500, _rpc_error(-32603, "internal error"))
+        finally:
+            record.latency_ms = (time.perf_counter() - record.started) * 1000
+            if not record.outcome:
+                record.outcome = "allowed" if record.status < 400 else "error"
+            _log(record)
+            if self.on_complete is not None:
+                await self.on_complete(record)
+
+    async def _handle(self, scope, receive, send, headers, record: RequestRecord):
+        if not self._host_allowed(headers.get("host", "")):
+            return await self._refuse(
+                send, record, 403, "host", _rpc_error(-32600, "Host not allowed")
+            )
+        origin = headers.get("origin")
+        if origin is not None and origin.rstrip("/").lower() not in self.allowed_origins:
+            return await self._refuse(
+                send, record, 403, "origin", _rpc_error(-32600, "Origin not allowed")
+            )
+        cors = _cors_headers(origin)
+        if scope["method"] == "OPTIONS" and origin is not None:
+            record.outcome = "preflight"
+            return await _reply(send, 204, None, cors + _PREFLIGHT_HEADERS)
+        if scope["method"] != "POST":
+            return await self._refuse(
+                send,
+                record,
+                405,
+                "method",
+                _rpc_error(-32600, "Method not allowed: this server is stateless; use POST"),
+                [(b"allow", b"POST, OPTIONS")] + cors,
+            )
+
+        self_url = self.resource_url or _own_url(scope, headers)
+        client = record.client or "unknown"
+        retry_after = await self.rate_limits.failed_client_retry_after(client)
+        if retry_after:
+            return await self._refuse_rate(send, record, retry_after, "auth_rate_limited", cors)
+        authorization = headers.get("authorization")
+        try:
+            token = bearer_from_header(authorization)
+        except MalformedToken:
+            await self.rate_limits.count_failed_authentication(client)
+            reason = "missing_token" if authorization is None else "malformed_token"
+            return await self._unauthorized(
+                send, record, reason, self_url, sent=authorization is not None
+            )
+        authentication: Authentication = await _authenticate(token)
+        del token
+        if authentication.principal is None:
+            await self.rate_limits.count_failed_authentication(client)
+            return await self._unauthorized(
+                send, record, authentication.failure, self_url, sent=True
+            )
+        principal = record.principal = authentication.principal
+        if not principal.permitted:
+            return await self._forbidden(send, record, "stakeholder_not_permitted", self_url, cors)
+
+        if not _is_json(headers.get("content-type", "")):
+            return await self._refuse(
+                send,
+                record,
+                415,
+                "content_type",
+                _rpc_error(JSONRPC_INVALID_REQUEST, "Content-Type must be application/json"),
+                cors,
+            )
+        body = await _read_body(receive, self.max_body_bytes)
+        if body is None:
+            return await self._refuse(
+                send,
+                record,
+                413,
+                "too_large",
+                _rpc_error(JSONRPC_INVALID_REQUEST, "Request body too large"),
+                cors,
+            )
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return await self._refuse(
+                send, record, 400, "malformed", _rpc_error(JSONRPC_PARSE_ERROR, "Parse error"), cors
+            )
+        if not isinstance(message, dict):
+            return await self._refuse(
+                send,
+                record,
+                400,
+                "malformed",
+                _rpc_error(
+                    JSONRPC_INVALID_REQUEST, "Batches and non-object messages are not supported"
+                ),
+                cors,
+            )
+        record.rpc_method = message.get("method") if isinstance(message.get("method"), str) else ""
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if record.rpc_method == "tools/call":
+            tool = params.get("name")
+            record.tool = tool[:128] if isinstance(tool, str) else ""
+            if record.tool not in principal.tools:
+                return await self._forbidden(send, record, "tool_not_delegated", self_url, cors)
+            arguments = params.get("arguments")
+            if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
+                record.prompt_length = len(arguments["prompt"])
+
+        retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
+        if retry_after:
+            return await self._refuse_rate(send, record, retry_after, "rate_limited", cors)
+
+        scope = {
+            **scope,
+            "state": {**scope.get("state", {}), "principal": principal, "record": record},
+        }
+        await self.app(scope, _replay(body), _with_headers(send, cors))
+
+    def _host_allowed(self, host: str) -> bool:
+        host = host.lower()
+        if host in self.allowed_hosts:
+            return True
+        name, _, port = host.rpartition(":")
+        return bool(name) and port.isdigit() and name in self.allowed_hosts
+
+    async def _refuse(self, send, record, status, reason, body, extra_headers=()):
+        record.outcome = f"refused_{reason}" if status != 413 else "too_large"
+        record.reason = reason
+        return await _reply(send, status, body, list(extra_headers))
+
+    async def _refuse_rate(self, send, record, retry_after, reason, cors):
+        record.outcome = "rate_limited"
+        record.reason = reason
+        body = _rpc_error(-32000, "Too many requests; try again later")
+        return await _reply(send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors)
+
+    async def _unauthorized(self, send, record, reason, resource_url, *, sent: bool):
+        record.outcome = "unauthenticated"
+        record.reason = reason
+        metadata_url = protected_resource_metadata_url(resource_url)
+        challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
+        if sent:
+            challenge += (
+                ', error="invalid_token", error_description="The token is invalid or expired"'
+            )
+        body = {
+            "error": "invalid_token" if sent else "unauthorized",
+            "error_description": "A valid VPD bearer token is required",
+        }
+        cors = _cors_headers(record.origin)
+        return await _reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
+
+    async def _forbidden(self, send, record, reason, resource_url, cors):
+        record.outcome = "forbidden"
+        record.reason = reason
+        challenge = (
+            f'Bearer realm="hyperbook", error="insufficient_scope", '
+            f'resource_metadata="{protected_resource_metadata_url(resource_url)}"'
+        )
+        body = {
+            "error": "insufficient_scope",
+            "error_description": "This user may not use this tool or data",
+        }
+        return await _reply(send, 403, body, [(b"www-authenticate", challenge.encode())] + cors)
+
+
+def _own_url(scope, headers) -> str:
+    # Only reached after the Host header has passed the allowlist.
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    return f"{scheme}://{headers.get('host', 'localhost')}{scope.get('path', '/mcp').rstrip('/')}"
+
+
+def protected_resource_metadata_url(resource_url: str) -> str:
+    """RFC 9728 §3.1: the well-known path is inserted between the host and the resource's path."""
+    scheme, rest = resource_url.split("://", 1)
+    host, _, path = rest.partition("/")
+    suffix = f"/{path}" if path else ""
+    return f"{scheme}://{host}/.well-known/oauth-protected-resource{suffix}"
+
+
+_PREFLIGHT_HEADERS = [
+    (b"access-control-allow-methods", b"POST, OPTIONS"),
+    (
+        b"access-control-allow-headers",
+        b"authorization, content-type, accept, mcp-protocol-version, mcp-session-id, x-request-id",
+    ),
+    (b"access-control-max-age", b"600"),
+]
+
+
+def _cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
+    # Only called once the Origin has been checked against the allowlist.
+    if origin is None:
+        return []
+    return [
+        (b"access-control-allow-origin", origin.encode("latin-1", "replace")),
+        (b"access-control-expose-headers", b"mcp-session-id, x-request-id, www-authenticate"),
+        (b"vary", b"origin"),
+    ]
+
+
+def _headers(scope) -> dict[str, str]:
+    result = {}
+    for name, value in scope.get("headers", []):
+        key = name.decode("latin-1").lower()
+        if key not in result:  # the first value wins; duplicates cannot smuggle a second token
+            result[key] = value.decode("latin-1")
+    return result
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes):
+    sent = False
+
+    async def receive():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # Afterwards behave like a client that is still connected until the response is done.
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+def _with_headers(send, extra):
+    if not extra:
+        return send
+
+    async def wrapped(message):
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), *extra]
+        await send(message)
+
+    return wrapped
+
+
+def _rpc_error(code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+
+
+async def _reply(send, status: int, body: dict | None, headers=()):
+    payload = b"" if body is None else json.dumps(body).encode()
+    response_headers = [(b"content-length", str(len(payload)).encode()), *headers]
+    if body is not None:
+        response_headers.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": response_headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _log(record: RequestRecord) -> None:
+    principal = record.principal
+    logger.info(
+        "mcp request_id=%s status=%s outcome=%s reason=%s rpc=%s tool=%s stakeholder=%s "
+        "delegation=%s client=%s latency_ms=%.1f rows=%s",
+        record.request_id,
+        record.status,
+        record.outcome,
+        record.reason or "-",
+        record.rpc_method or "-",
+        record.tool or "-",
+        principal.stakeholder_id if principal else "-",
+        principal.delegation_id if principal else "-",
+        record.client or "-",
+        record.latency_ms,
+        "-" if record.row_count is None else record.row_count,
+    )

@@ -1,0 +1,90 @@
+"""Routes /mcp and the RFC 9728 metadata to the MCP application, everything else to Django."""
+
+import json
+import logging
+from contextlib import AsyncExitStack
+
+from django.conf import settings
+
+from mcpserver.gate import _headers, _own_url
+from mcpserver.server import McpApplication
+
+logger = logging.getLogger("hyperbook.mcp")
+
+MCP_PATHS = ("/mcp", "/mcp/")
+METADATA_PATHS = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+)
+
+
+class Router:
+    def __init__(self, django_app, mcp_app: McpApplication):
+        self.django_app = django_app
+        self.mcp_app = mcp_app
+        self._exit_stack: AsyncExitStack | None = None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            return await self._lifespan(receive, send)
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path in MCP_PATHS:
+            return await self.mcp_app(scope, receive, send)
+        if scope["type"] == "http" and path in METADATA_PATHS:
+            return await _protected_resource_metadata(scope, send)
+        return await self.django_app(scope, receive, send)
+
+    async def _lifespan(self, receive, send):
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self._exit_stack = AsyncExitStack()
+                    await self._exit_stack.enter_async_context(self.mcp_app.running())
+                except Exception as exc:
+                    logger.exception("MCP application failed to start")
+                    await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._exit_stack is not None:
+                    await self._exit_stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+async def _protected_resource_metadata(scope, send):
+    headers = _headers(scope)
+    resource = settings.MCP_RESOURCE_URL or _own_url({**scope, "path": "/mcp"}, headers)
+    host = headers.get("host", "").lower()
+    allowed = {h.lower() for h in settings.MCP_ALLOWED_HOSTS}
+    if (
+        not settings.MCP_RESOURCE_URL
+        and host not in allowed
+        and host.rpartition(":")[0] not in allowed
+    ):
+        status, body = 403, {"error": "Host not allowed"}
+    else:
+        status, body = (
+            200,
+            {
+                "resource": resource,
+                "authorization_servers": settings.MCP_AUTHORIZATION_SERVERS,
+                "bearer_methods_supported": ["header"],
+                "scopes_supported": ["ords.query.kb_select_ai_vpd"],
+                "resource_name": "hyperbook KB VPD MCP",
+            },
+        )
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"cache-control", b"max-age=300"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

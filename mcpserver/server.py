@@ -1,0 +1,108 @@
+"""The embedded MCP server: the official SDK's low-level server with one tool, behind the gate."""
+
+import logging
+from contextlib import asynccontextmanager
+
+from django.conf import settings
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+
+from mcpserver import tool
+from mcpserver.gate import McpGate, _in_db_thread
+from mcpserver.ratelimit import RateLimits
+
+logger = logging.getLogger("hyperbook.mcp")
+
+INSTRUCTIONS = (
+    "Ask questions about the KB insurance knowledge base with ords.query.kb_select_ai_vpd. "
+    "Answers are limited to what the token's user may see."
+)
+
+
+def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
+    from kb.answering import answer_question
+
+    return answer_question(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
+
+
+_answer_in_db_thread = _in_db_thread(_answer)
+
+
+def build_server() -> Server:
+    from kb.answers import ANSWER_JSON_SCHEMA
+
+    definition = tool.tool_definition(ANSWER_JSON_SCHEMA)
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[definition])
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name != tool.TOOL_NAME:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name[:128]}")
+        state = ctx.request.scope.get("state", {}) if ctx.request is not None else {}
+        principal, record = state.get("principal"), state.get("record")
+        if principal is None or tool.TOOL_NAME not in principal.tools:
+            # The gate refuses these with 403 first; this is the second line, never the only one.
+            raise MCPError(types.INVALID_REQUEST, "Not permitted")
+        try:
+            prompt, limit = tool.checked_arguments(params.arguments)
+        except tool.ArgumentError as exc:
+            if record is not None:
+                record.reason = "invalid_arguments"
+            return tool.error_result(f"Invalid arguments: {exc}")
+        try:
+            answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
+        except Exception:
+            request_id = record.request_id if record is not None else "-"
+            logger.exception("tool failed request_id=%s", request_id)
+            if record is not None:
+                record.reason = "engine_error"
+            return tool.error_result(f"조회 중 오류가 발생했습니다 (request id {request_id}).")
+        if record is not None:
+            record.row_count = answer.get("row_count")
+            record.masked_columns = list(answer.get("masked_columns", []))
+        return tool.answer_result(answer)
+
+    return Server(
+        "hyperbook-kb",
+        version="1.0.0",
+        title="hyperbook KB VPD MCP",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: (
+            definition.input_schema if name == tool.TOOL_NAME else None
+        ),
+    )
+
+
+class McpApplication:
+    """ASGI app for /mcp: the gate, then the SDK's stateless Streamable HTTP transport."""
+
+    def __init__(self, on_complete=None):
+        self.session_manager = StreamableHTTPSessionManager(
+            app=build_server(),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=settings.MCP_MAX_BODY_BYTES,
+        )
+        self.gate = McpGate(
+            StreamableHTTPASGIApp(self.session_manager),
+            allowed_hosts=settings.MCP_ALLOWED_HOSTS,
+            allowed_origins=settings.MCP_ALLOWED_ORIGINS,
+            resource_url=settings.MCP_RESOURCE_URL,
+            authorization_servers=settings.MCP_AUTHORIZATION_SERVERS,
+            max_body_bytes=settings.MCP_MAX_BODY_BYTES,
+            rate_limits=RateLimits.from_settings(),
+            on_complete=on_complete,
+        )
+
+    @asynccontextmanager
+    async def running(self):
+        async with self.session_manager.run():
+            yield
+
+    async def __call__(self, scope, receive, send):
+        await self.gate(scope, receive, send)

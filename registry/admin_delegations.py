@@ -1,0 +1,186 @@
+"""Admin for token delegations: issue (token shown once), register, revoke. Never a raw token."""
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
+from registry.models import TokenDelegation
+from registry.services import (
+    DelegationError,
+    delegation_issue,
+    delegation_register,
+    delegation_revoke,
+)
+
+
+class DelegationStateFilter(admin.SimpleListFilter):
+    title = _("상태")
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", _("유효")), ("expired", _("만료")), ("revoked", _("폐기"))]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "active":
+            return queryset.usable(now=now)
+        if self.value() == "expired":
+            return queryset.filter(revoked_at__isnull=True, expires_at__lte=now)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(TokenDelegation)
+class TokenDelegationAdmin(admin.ModelAdmin):
+    list_display = (
+        "display_prefix",
+        "stakeholder",
+        "agent_name",
+        "state_label",
+        "expires_at",
+        "last_used_at",
+        "created_by",
+    )
+    list_filter = (DelegationStateFilter, "stakeholder", "source")
+    search_fields = ("agent_name", "stakeholder__stakeholder_id")
+    list_select_related = ("stakeholder", "created_by")
+    readonly_fields = (
+        "display_prefix",
+        "fingerprint",
+        "source",
+        "stakeholder",
+        "agent_name",
+        "tools",
+        "expires_at",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+        "revoked_reason",
+        "revoked_by",
+    )
+    fields = readonly_fields
+    change_form_template = "admin/registry/tokendelegation/change_form.html"
+    change_list_template = "admin/registry/tokendelegation/change_list.html"
+
+    @admin.display(description=_("상태"))
+    def state_label(self, obj):
+        return {"active": _("유효"), "expired": _("만료"), "revoked": _("폐기")}[
+            obj.state(now=timezone.now())
+        ]
+
+    def has_change_permission(self, request, obj=None):
+        # Delegations are immutable: revoke one and issue another instead.
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("register/", view(self.register_view), name="registry_tokendelegation_register"),
+            path(
+                "<int:pk>/revoke/", view(self.revoke_view), name="registry_tokendelegation_revoke"
+            ),
+            *super().get_urls(),
+        ]
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = DelegationTermsForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                delegation, token = delegation_issue(
+                    created_by=request.user, **_terms(form.cleaned_data)
+                )
+            except DelegationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                response = self._render(
+                    request,
+                    "admin/registry/tokendelegation/issued.html",
+                    {"delegation": delegation, "token": token, "title": _("토큰 발급됨")},
+                )
+                # admin_view adds never_cache; no-store keeps the page out of every cache.
+                response["Cache-Control"] = "no-store"
+                return response
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/terms_form.html",
+            {"form": form, "title": _("새 VPD 토큰 발급")},
+        )
+
+    def register_view(self, request):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = DelegationRegisterForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = dict(form.cleaned_data)
+            raw_token = data.pop("token")
+            try:
+                delegation = delegation_register(
+                    raw_token=raw_token, created_by=request.user, **_terms(data)
+                )
+            except DelegationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(
+                    request, _("토큰 지문을 등록했습니다. 토큰 원문은 저장하지 않습니다.")
+                )
+                return redirect(
+                    reverse("admin:registry_tokendelegation_change", args=[delegation.pk])
+                )
+            finally:
+                del raw_token
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/terms_form.html",
+            {"form": form, "title": _("외부 발급 토큰 등록")},
+        )
+
+    def revoke_view(self, request, pk: int):
+        if not request.user.has_perm("registry.add_tokendelegation"):
+            raise PermissionDenied
+        delegation = get_object_or_404(TokenDelegation, pk=pk)
+        form = DelegationRevokeForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                delegation_revoke(
+                    delegation=delegation,
+                    reason=form.cleaned_data["reason"],
+                    revoked_by=request.user,
+                )
+            except DelegationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, _("위임을 폐기했습니다."))
+                return redirect(reverse("admin:registry_tokendelegation_change", args=[pk]))
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/revoke.html",
+            {"form": form, "delegation": delegation, "title": _("위임 폐기")},
+        )
+
+    def _render(self, request, template, context):
+        return TemplateResponse(
+            request,
+            template,
+            {**self.admin_site.each_context(request), "opts": self.model._meta, **context},
+        )
+
+
+def _terms(data: dict) -> dict:
+    return {
+        "stakeholder": data["stakeholder"],
+        "agent_name": data["agent_name"],
+        "tools": data["tools"],
+        "expires_at": data["expires_at"],
+    }

@@ -1,0 +1,41 @@
+"""The demo VPD token preset file (stakeholder id -> token): owner-only, never logged or stored."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+
+class PresetFileError(ValueError):
+    """The preset file is missing, unsafe or malformed. The message names the file, not tokens."""
+
+
+def read_token_presets(path: Path) -> dict[str, str]:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise PresetFileError(f"{path} does not exist") from None
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise PresetFileError(f"{path} must be readable by its owner only (chmod 600)")
+    if info.st_uid != os.getuid():
+        raise PresetFileError(f"{path} must belong to the user running hyperbook")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise PresetFileError(f"{path} is not a JSON object of stakeholder id to token") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise PresetFileError(f"{path} is not a JSON object of stakeholder id to token")
+    return data
+
+
+def write_token_presets(path: Path, presets: dict[str, str]) -> None:
+    """Write atomically with mode 0600 from the start, so the tokens are never world-readable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(presets, handle, ensure_ascii=False, indent=2, sort_keys=True)
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)

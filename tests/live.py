@@ -1,0 +1,82 @@
+"""A real hyperbook server process on loopback, serving the test database."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_database_url() -> str:
+    """The URL of the database this test run uses, for a server in another process."""
+    settings_dict = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or ""
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+
+
+@contextmanager
+def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1):
+    """Start uvicorn on a free loopback port; yield its base URL; stop it at the end."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
+        "DATABASE_URL": test_database_url(),
+        "PYTHONUNBUFFERED": "1",
+        "LOG_LEVEL": "INFO",
+        **(extra_env or {}),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "hyperbook.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{base_url}/healthz", timeout=2).status_code in (200, 503):
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)

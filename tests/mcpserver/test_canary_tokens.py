@@ -1,0 +1,87 @@
+"""Distinctive tokens through every path; then no trace of them anywhere we keep or send data."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from kb.models import Stakeholder
+from registry.services import delegation_register
+from tests.live import live_server
+from tests.mcpserver.conftest import TOOL, Server, call, rpc
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+CANARY_OK = "CANARYok7Q2mZx9LwP4vRt8YbN3cKd6Hf1Js"
+CANARY_SUSPENDED = "CANARYsusp5Ww2Xq8Lm3Pz7Nv4Rk9Tb6Yc1Hd"
+CANARY_FORGED = "CANARYforged8Gh3Jk6Lp2Qs5Vx9Zb4Nm7Wc1Rt"
+CANARIES = (CANARY_OK, CANARY_SUSPENDED, CANARY_FORGED)
+
+
+def database_text() -> str:
+    """Every row of every table, as text."""
+    chunks = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            quoted = connection.ops.quote_name(table)
+            cursor.execute(f"SELECT * FROM {quoted}")  # noqa: S608  (table names from introspection)
+            chunks.extend(repr(row) for row in cursor.fetchall())
+    return "\n".join(chunks)
+
+
+@pytest.fixture
+def canary_server(world, tmp_path, django_db_blocker):
+    with django_db_blocker.unblock():
+        expires = timezone.now() + timedelta(days=1)
+        delegation_register(
+            raw_token=CANARY_OK,
+            stakeholder=Stakeholder.objects.get(stakeholder_id="KB-P-001"),
+            agent_name="canary",
+            expires_at=expires,
+        )
+        delegation_register(
+            raw_token=f"Bearer {CANARY_SUSPENDED}",
+            stakeholder=Stakeholder.objects.get(stakeholder_id="KB-P-099"),
+            agent_name="canary",
+            expires_at=expires,
+        )
+    env = {"MCP_RATE_LIMIT": "8/minute", "MCP_AUTH_FAILURE_LIMIT": "1000/minute"}
+    log = tmp_path / "server.log"
+    with live_server(log, env) as url:
+        yield Server(url=url, log=log)
+
+
+def test_canary_tokens_leave_no_trace(canary_server, django_db_blocker):
+    server = canary_server
+    responses = [
+        server.post(rpc("tools/list"), CANARY_OK),  # success
+        server.post(call("담당 고객의 보험료 상세를 보여줘", 5), CANARY_OK),  # success
+        server.post(call("날씨 어때?", 5), CANARY_OK),  # unmappable question
+        server.post(  # validation error inside the tool
+            rpc("tools/call", {"name": TOOL, "arguments": {"prompt": "고객", "limit": 0}}),
+            CANARY_OK,
+        ),
+        server.post(  # validation error: unexpected argument carrying the token
+            rpc("tools/call", {"name": TOOL, "arguments": {"prompt": "x", "token": CANARY_OK}}),
+            CANARY_OK,
+        ),
+        server.post(b"{broken", CANARY_OK),  # malformed
+        server.post(rpc("tools/list"), CANARY_FORGED),  # 401
+        server.post(rpc("tools/list"), f"  {CANARY_FORGED}  x"),  # 401 malformed
+        server.post(call("담당 고객 목록"), CANARY_SUSPENDED),  # 403
+        server.post(rpc("tools/list"), CANARY_OK, headers={"Origin": "http://evil.example"}),
+    ]
+    responses += [server.post(rpc("tools/list"), CANARY_OK) for _ in range(6)]  # 429
+    statuses = {r.status_code for r in responses}
+    assert {200, 400, 401, 403, 429} <= statuses
+
+    bodies = "\n".join(r.text + repr(dict(r.headers)) for r in responses)
+    log = server.log.read_text(encoding="utf-8", errors="replace")
+    with django_db_blocker.unblock():
+        stored = database_text()
+    for canary in CANARIES:
+        assert canary not in bodies
+        assert canary not in log
+        assert canary not in stored
+    assert "Traceback" not in bodies

@@ -1,0 +1,227 @@
+"""The /mcp status matrix, against a real server process on loopback."""
+
+import json
+import time
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.utils import timezone
+
+from kb.models import Stakeholder
+from registry.models import TokenDelegation
+from registry.services import delegation_issue, delegation_revoke
+from tests.mcpserver.conftest import MCP_HEADERS, TOOL, call, rpc
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+
+def planner_token(world) -> str:
+    return world.tokens["KB-P-001"]
+
+
+def test_tools_list_with_a_valid_token_returns_exactly_the_one_tool(server, world):
+    response = server.post(rpc("tools/list"), planner_token(world))
+    assert response.status_code == 200
+    tools = response.json()["result"]["tools"]
+    assert [t["name"] for t in tools] == [TOOL]
+    schema = tools[0]["inputSchema"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {"prompt", "limit"}
+    assert schema["properties"]["limit"]["minimum"] == 1
+    assert schema["properties"]["limit"]["maximum"] == 100
+    assert schema["properties"]["prompt"]["maxLength"] == 2000
+    assert "outputSchema" in tools[0]
+
+
+def test_every_response_carries_a_request_id(server, world):
+    ok = server.post(rpc("tools/list"), planner_token(world))
+    refused = server.post(rpc("tools/list"))
+    assert len(ok.headers["x-request-id"]) >= 8
+    assert refused.headers["x-request-id"] != ok.headers["x-request-id"]
+
+
+def test_initialize_negotiates_the_requested_version(server, world):
+    for version in ("2025-03-26", "2025-06-18", "2025-11-25"):
+        body = rpc(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "tests", "version": "1"},
+            },
+        )
+        response = server.post(
+            body, planner_token(world), headers={"MCP-Protocol-Version": version}
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["result"]["protocolVersion"] == version
+        assert "mcp-session-id" not in response.headers
+
+
+def test_a_missing_token_is_401_with_a_resource_metadata_challenge(server):
+    response = server.post(rpc("tools/list"))
+    assert response.status_code == 401
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert 'resource_metadata="' in challenge
+    assert "/.well-known/oauth-protected-resource/mcp" in challenge
+    assert "invalid_token" not in challenge
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        "Bearer hbvpd_forged-token-that-was-never-issued-000",
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        "hbvpd_no-scheme-at-all-0000000000000000",
+        "Bearer a b",
+        "Bearer <script>",
+    ],
+)
+def test_a_forged_or_malformed_token_is_401_invalid_token(server, authorization):
+    headers = {**MCP_HEADERS, "Authorization": authorization}
+    response = httpx.post(server.mcp, json=rpc("tools/list"), headers=headers, timeout=10)
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("variant", ["bearer {t}", "BEARER {t}", "Bearer   {t}", "  Bearer {t}  "])
+def test_the_bearer_scheme_is_case_insensitive_and_whitespace_tolerant(server, world, variant):
+    headers = {**MCP_HEADERS, "Authorization": variant.format(t=planner_token(world))}
+    response = httpx.post(server.mcp, json=rpc("tools/list"), headers=headers, timeout=10)
+    assert response.status_code == 200
+
+
+def test_a_token_in_the_query_string_is_not_accepted(server, world):
+    response = httpx.post(
+        f"{server.mcp}?access_token={planner_token(world)}",
+        json=rpc("tools/list"),
+        headers=MCP_HEADERS,
+        timeout=10,
+    )
+    assert response.status_code == 401
+
+
+def test_an_expired_token_is_401(server, world, django_db_blocker):
+    with django_db_blocker.unblock():
+        planner = Stakeholder.objects.get(stakeholder_id="KB-P-001")
+        delegation, token = delegation_issue(
+            stakeholder=planner,
+            agent_name="tests",
+            expires_at=timezone.now() + timedelta(seconds=2),
+        )
+    assert server.post(rpc("tools/list"), token).status_code == 200
+    time.sleep(2.2)
+    response = server.post(rpc("tools/list"), token)
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+def test_a_revoked_token_fails_on_the_very_next_request(server, world, django_db_blocker):
+    delegation_id, token = world.revocable
+    assert server.post(rpc("tools/list"), token).status_code == 200
+    with django_db_blocker.unblock():
+        delegation = TokenDelegation.objects.get(pk=delegation_id)
+        delegation_revoke(delegation=delegation, reason="lost laptop")
+    assert server.post(rpc("tools/list"), token).status_code == 401
+
+
+def test_a_suspended_stakeholder_is_403_insufficient_scope(server, world):
+    response = server.post(call("담당 고객 목록"), world.tokens["KB-P-099"])
+    assert response.status_code == 403
+    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+
+def test_a_tool_outside_the_delegation_is_403(server, world):
+    response = server.post(call("담당 고객 목록"), world.no_tool_token)
+    assert response.status_code == 403
+    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+
+def test_an_unknown_tool_is_refused(server, world):
+    body = rpc("tools/call", {"name": "drop.everything", "arguments": {}})
+    response = server.post(body, planner_token(world))
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "http://127.0.0.1:8000.evil.example"]
+)
+def test_a_wrong_origin_is_403_before_authentication(server, world, origin):
+    response = server.post(rpc("tools/list"), planner_token(world), headers={"Origin": origin})
+    assert response.status_code == 403
+    assert "www-authenticate" not in response.headers
+
+
+def test_an_allowed_origin_is_served_with_cors_headers(server, world):
+    origin = "http://127.0.0.1:8000"
+    response = server.post(rpc("tools/list"), planner_token(world), headers={"Origin": origin})
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == origin
+
+
+def test_a_foreign_host_header_is_refused(server, world):
+    response = server.post(
+        rpc("tools/list"), planner_token(world), headers={"Host": "evil.example"}
+    )
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_methods_other_than_post_are_405(server, world, method):
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {planner_token(world)}"}
+    response = httpx.request(method, server.mcp, headers=headers, timeout=10)
+    assert response.status_code == 405
+    assert "POST" in response.headers["allow"]
+
+
+def test_malformed_json_is_400_with_a_parse_error(server, world):
+    response = server.post(b"{not json", planner_token(world))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+
+
+def test_a_batch_is_400_with_a_jsonrpc_error(server, world):
+    response = server.post([rpc("tools/list"), rpc("ping", request_id=2)], planner_token(world))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+
+
+def test_a_body_over_the_limit_is_413(server, world):
+    huge = json.dumps(call("가" * 70000)).encode()
+    response = server.post(huge, planner_token(world))
+    assert response.status_code == 413
+    assert "error" in response.json()
+
+
+def test_a_wrong_content_type_is_415(server, world):
+    response = server.post(
+        json.dumps(rpc("tools/list")), planner_token(world), headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 415
+
+
+def test_a_bad_protocol_version_header_is_400(server, world):
+    response = server.post(
+        rpc("tools/list"), planner_token(world), headers={"MCP-Protocol-Version": "1999-01-01"}
+    )
+    assert response.status_code == 400
+
+
+def test_protected_resource_metadata_is_served(server):
+    for path in (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ):
+        response = httpx.get(server.url + path, timeout=10)
+        assert response.status_code == 200
+        assert response.json()["resource"].endswith("/mcp")
+        assert response.json()["bearer_methods_supported"] == ["header"]
+
+
+def test_the_django_admin_is_served_by_the_same_server(server):
+    response = httpx.get(f"{server.url}/admin/login/", timeout=10)
+    assert response.status_code == 200
+    assert "Django" in response.text or "로그인" in response.text

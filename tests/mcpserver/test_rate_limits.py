@@ -1,0 +1,77 @@
+"""429s: per delegation, per client address after failed authentication, shared via Redis."""
+
+import httpx
+import pytest
+import redis
+
+from conftest import service_missing
+from tests.live import live_server
+from tests.mcpserver.conftest import MCP_HEADERS, Server, rpc
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+
+@pytest.fixture
+def strict_server(world, tmp_path):
+    env = {"MCP_RATE_LIMIT": "3/minute", "MCP_AUTH_FAILURE_LIMIT": "4/minute", "REDIS_URL": ""}
+    with live_server(tmp_path / "server.log", env) as url:
+        yield Server(url=url, log=tmp_path / "server.log")
+
+
+@pytest.fixture
+def redis_url():
+    url = "redis://127.0.0.1:6379/15"
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=2)
+        client.ping()
+    except redis.RedisError:
+        service_missing("Redis is not reachable on 127.0.0.1:6379")
+    client.flushdb()
+    yield url
+    client.flushdb()
+
+
+def test_a_delegation_over_its_rate_is_429_with_retry_after(strict_server, world):
+    token = world.tokens["KB-P-002"]
+    statuses = [strict_server.post(rpc("tools/list"), token).status_code for _ in range(5)]
+    assert statuses[:3] == [200, 200, 200]
+    assert statuses[3:] == [429, 429]
+    limited = strict_server.post(rpc("tools/list"), token)
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    # Another delegation is not affected.
+    assert strict_server.post(rpc("tools/list"), world.tokens["KB-P-003"]).status_code == 200
+
+
+def test_repeated_failed_authentication_from_one_address_is_429(strict_server, world):
+    statuses = [
+        strict_server.post(rpc("tools/list"), f"hbvpd_guess-{n:04d}-aaaaaaaaaaaaaaaa").status_code
+        for n in range(6)
+    ]
+    assert statuses[:4] == [401] * 4
+    assert statuses[4:] == [429, 429]
+    # Even a valid token from that address waits: brute force gains nothing by mixing in one.
+    response = strict_server.post(rpc("tools/list"), world.tokens["KB-P-004"])
+    assert response.status_code == 429
+    assert "retry-after" in response.headers
+
+
+def test_the_limit_is_shared_across_workers_through_redis(world, tmp_path, redis_url):
+    env = {
+        "MCP_RATE_LIMIT": "6/minute",
+        "MCP_AUTH_FAILURE_LIMIT": "100/minute",
+        "REDIS_URL": redis_url,
+    }
+    token = world.tokens["KB-P-005"]
+    with live_server(tmp_path / "server.log", env, workers=2) as url:
+        # New connections spread requests over both worker processes.
+        statuses = [
+            httpx.post(
+                f"{url}/mcp",
+                json=rpc("tools/list"),
+                headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"},
+                timeout=10,
+            ).status_code
+            for _ in range(10)
+        ]
+    assert statuses.count(200) == 6
+    assert statuses.count(429) == 4

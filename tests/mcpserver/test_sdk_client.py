@@ -1,0 +1,54 @@
+"""The official MCP Python SDK client, as a real peer of our /mcp."""
+
+import asyncio
+
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.mcpserver.conftest import TOOL
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+
+async def list_and_call(url: str, token: str, prompt: str, limit: int = 100):
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                initialized = await session.initialize()
+                tools = await session.list_tools()
+                result = await session.call_tool(TOOL, {"prompt": prompt, "limit": limit})
+    return initialized, tools, result
+
+
+def test_the_sdk_client_lists_and_calls_the_tool(server, world):
+    initialized, tools, result = asyncio.run(
+        list_and_call(server.mcp, world.tokens["KB-P-001"], "담당 고객 목록", 5)
+    )
+    assert initialized.protocol_version == "2025-11-25"
+    assert [tool.name for tool in tools.tools] == [TOOL]
+    assert not result.is_error, result.content
+    answer = result.structured_content
+    assert answer["stakeholder"]["id"] == "KB-P-001"
+    assert 0 < answer["row_count"] <= 5
+    assert all(row["customer_id"] for row in answer["rows"])
+
+
+def test_a_planner_and_a_branch_manager_get_different_policy_exact_rows(server, world):
+    prompt = "담당 고객의 보험료 상세를 보여줘"
+    _, _, planner = asyncio.run(list_and_call(server.mcp, world.tokens["KB-P-001"], prompt))
+    _, _, manager = asyncio.run(list_and_call(server.mcp, world.tokens["KB-M-001"], prompt))
+    planner_rows = planner.structured_content["rows"]
+    manager_rows = manager.structured_content["rows"]
+    planner_customers = {row["customer_id"] for row in planner_rows}
+    manager_customers = {row["customer_id"] for row in manager_rows}
+    assert planner_rows and manager_rows
+    assert planner_rows != manager_rows
+    assert planner_customers <= world.visible_customers["KB-P-001"]
+    assert manager_customers <= world.visible_customers["KB-M-001"]
+    # The manager's branch has customers of other planners; the planner never sees those.
+    assert manager_customers - world.visible_customers["KB-P-001"]
+    # Column policy: the branch manager sees phone numbers with the middle masked.
+    assert all("****" in row["phone"] for row in manager_rows if row.get("phone"))
