@@ -22,3 +22,36 @@ def service_missing(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"required service unavailable in CI: {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's setup, also preparing the default database for tests marked `db` that use
+    no `db` fixture: tests that share committed data with a real server process (tests.live)."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _get_databases_for_setup
+
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    if any(item.get_closest_marker("db") for item in request.session.items):
+        aliases.add("default")
+    keepdb = django_db_keepdb and not django_db_createdb
+    with django_db_blocker.unblock():
+        config = setup_databases(
+            verbosity=request.config.option.verbose,
+            interactive=False,
+            aliases=aliases,
+            serialized_aliases=serialized_aliases,
+            keepdb=keepdb,
+        )
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(config, verbosity=request.config.option.verbose)

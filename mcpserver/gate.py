@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+from audit.services import prompt_fingerprint
 from mcpserver.principals import Authentication, Principal, authenticate_token
 from mcpserver.ratelimit import RateLimits
 from registry.tokens import MalformedToken, bearer_from_header
@@ -43,6 +44,7 @@ class RequestRecord:
     tool: str = ""
     principal: Principal | None = None
     prompt_length: int | None = None
+    prompt_hash: str = ""
     row_count: int | None = None
     masked_columns: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
@@ -96,30 +98,50 @@ class McpGate:
             http_method=scope["method"],
         )
 
-        async def send_with_request_id(message):
+        held: list[dict] = []
+        finished = False
+
+        async def send_when_recorded(message):
+            # The response is held until its audit event is committed: no answer leaves unrecorded.
+            nonlocal finished
             if message["type"] == "http.response.start":
                 record.status = message["status"]
                 message["headers"] = [
                     *message.get("headers", []),
                     (b"x-request-id", record.request_id.encode()),
                 ]
-            await send(message)
+            held.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
+                if await self._finish(record):
+                    for held_message in held:
+                        await send(held_message)
+                else:
+                    await _reply(send, 503, _rpc_error(-32603, "audit unavailable; not answered"))
 
         try:
-            await self._handle(scope, receive, send_with_request_id, headers, record)
+            await self._handle(scope, receive, send_when_recorded, headers, record)
         except Exception:
             # A request never crashes the worker or leaks a traceback; the id ties logs together.
             logger.exception("mcp request failed request_id=%s", record.request_id)
-            if not record.status:
-                record.outcome = "error"
-                await _reply(send_with_request_id, 500, _rpc_error(-32603, "internal error"))
-        finally:
-            record.latency_ms = (time.perf_counter() - record.started) * 1000
-            if not record.outcome:
-                record.outcome = "allowed" if record.status < 400 else "error"
-            _log(record)
-            if self.on_complete is not None:
-                await self.on_complete(record)
+            if not finished:
+                held.clear()
+                record.outcome, record.reason = "error", "exception"
+                await _reply(send_when_recorded, 500, _rpc_error(-32603, "internal error"))
+
+    async def _finish(self, record: RequestRecord) -> bool:
+        record.latency_ms = (time.perf_counter() - record.started) * 1000
+        if not record.outcome:
+            record.outcome = "allowed" if record.status < 400 else "error"
+        _log(record)
+        if self.on_complete is None:
+            return True
+        try:
+            await self.on_complete(record)
+        except Exception:
+            logger.exception("mcp audit write failed request_id=%s", record.request_id)
+            return False
+        return True
 
     async def _handle(self, scope, receive, send, headers, record: RequestRecord):
         if not self._host_allowed(headers.get("host", "")):
@@ -216,6 +238,7 @@ class McpGate:
             arguments = params.get("arguments")
             if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
                 record.prompt_length = len(arguments["prompt"])
+                record.prompt_hash = prompt_fingerprint(arguments["prompt"])
 
         retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
         if retry_after:

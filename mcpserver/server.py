@@ -10,6 +10,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.shared.exceptions import MCPError
 
 from mcpserver import tool
+from mcpserver.auditing import audit_recorder
 from mcpserver.gate import McpGate, _in_db_thread
 from mcpserver.ratelimit import RateLimits
 
@@ -81,7 +82,8 @@ def build_server() -> Server:
 class McpApplication:
     """ASGI app for /mcp: the gate, then the SDK's stateless Streamable HTTP transport."""
 
-    def __init__(self, on_complete=None):
+    def __init__(self):
+        on_complete = audit_recorder() if settings.AUDIT_MCP_REQUESTS else None
         self.session_manager = StreamableHTTPSessionManager(
             app=build_server(),
             json_response=True,

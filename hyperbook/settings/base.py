@@ -5,7 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.utils.translation import gettext_lazy as _
 
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_int, env_list, env_str, read_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("HYPERBOOK_VAR_DIR") or BASE_DIR / "var")
@@ -181,3 +181,17 @@ MCP_AUTH_FAILURE_LIMIT = env_str("MCP_AUTH_FAILURE_LIMIT", "20/minute")  # per c
 # NOLOGIN, NOBYPASSRLS role (SET LOCAL ROLE), so row-level security holds for any login role.
 KB_AS_OF_DATE = env_str("KB_AS_OF_DATE", "2026-06-30")
 KB_DB_READER_ROLE = env_str("KB_DB_READER_ROLE", "hyperbook_kb_reader")
+
+# Audit: every /mcp request and admin change is an event; delivery to the egs2 Memory API.
+AUDIT_MCP_REQUESTS = env_bool("AUDIT_MCP_REQUESTS", True)  # off only to measure its cost
+EGS2_MEMORY_API_URL = env_str("EGS2_MEMORY_API_URL")
+EGS2_MEMORY_API_TOKEN = read_secret("EGS2_MEMORY_API_TOKEN")  # hyperbook's own service credential
+EGS2_MEMORY_API_TIMEOUT_SECONDS = env_int("EGS2_MEMORY_API_TIMEOUT_SECONDS", 10)
+EGS2_MEMORY_API_BATCH_SIZE = min(max(env_int("EGS2_MEMORY_API_BATCH_SIZE", 100), 1), 500)
+AUDIT_DELIVERY_SWEEP_SECONDS = env_int("AUDIT_DELIVERY_SWEEP_SECONDS", 10)
+CELERY_BEAT_SCHEDULE = {
+    "audit-delivery-sweep": {
+        "task": "audit.deliver_pending",
+        "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),
+    },
+}

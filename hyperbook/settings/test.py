@@ -1,11 +1,18 @@
 """Tests: fixed, obviously non-production secrets; the database comes from DATABASE_URL."""
 
+import os
+
 from .base import *  # noqa: F403
 from .base import DATABASES, VAR_DIR
+from .env import env_str
 
+# One test database per test run (several runs may share a machine). For SQLite a file, not
+# memory: end-to-end tests run a real server process against the same database.
+_RUN = os.environ.get("HYPERBOOK_TEST_RUN_ID") or str(os.getpid())
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # A file, not memory: end-to-end tests run a real server process against the same database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_hyperbook.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_hyperbook_{_RUN}.sqlite3")}
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{_RUN}"}
 
 SECRET_KEY = "test-only-secret-key-not-for-production-use-0123456789"  # noqa: S105
 TOKEN_FINGERPRINT_KEY = "test-only-fingerprint-key-0123456789abcdef"  # noqa: S105
@@ -15,3 +22,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# In-process broker unless a test starts real workers (it then sets CELERY_BROKER_URL).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "memory://"
+CELERY_BROKER_TRANSPORT_OPTIONS = {}

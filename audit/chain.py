@@ -1,0 +1,60 @@
+"""The hash chain: each event's hash covers its canonical JSON, including the previous hash."""
+
+import datetime as dt
+import hashlib
+import json
+
+GENESIS_HASH = "0" * 64
+
+# The fields an event's hash covers, in the order they are shown; `hash` itself is not one of them.
+HASHED_FIELDS = (
+    "id",
+    "source",
+    "sequence",
+    "occurred_at",
+    "action",
+    "outcome",
+    "http_status",
+    "request_id",
+    "rpc_method",
+    "tool",
+    "stakeholder_id",
+    "stakeholder_role",
+    "delegation_id",
+    "token_prefix",
+    "token_fingerprint",
+    "client_address",
+    "origin",
+    "user_agent",
+    "latency_ms",
+    "row_count",
+    "masked_columns",
+    "prompt_length",
+    "prompt_hash",
+    "actor",
+    "target",
+    "changes",
+    "detail",
+    "prev_hash",
+)
+CONTENT_FIELDS = tuple(
+    f for f in HASHED_FIELDS if f not in ("id", "source", "sequence", "occurred_at", "prev_hash")
+)
+
+
+def occurred_at_text(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(values: dict) -> str:
+    data = {name: values.get(name) for name in HASHED_FIELDS}
+    data["id"] = str(data["id"])
+    data["occurred_at"] = occurred_at_text(data["occurred_at"])
+    if data["latency_ms"] is not None:
+        # Floats round-trip through databases with different precision; hash a fixed form.
+        data["latency_ms"] = f"{float(data['latency_ms']):.3f}"
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def event_hash(values: dict) -> str:
+    return hashlib.sha256(canonical_json(values).encode()).hexdigest()

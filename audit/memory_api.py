@@ -1,0 +1,139 @@
+"""The egs2 Memory API adapter: everything that knows its request and response shapes lives here.
+
+Contract: POST {base}/v1/memories with a batch of memories; per-item results created / duplicate /
+rejected; whole-request statuses decide between delivered, rejected, alarm and retry.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import httpx
+from django.utils import timezone
+
+from audit.chain import CONTENT_FIELDS, occurred_at_text
+from registry.declarations import is_loopback_host
+
+NAMESPACE = "hyperbook.audit"
+KIND = "audit_event"
+
+
+class MemoryApiConfigError(ValueError):
+    """The Memory API URL or credential is unusable; delivery stays off until it is fixed."""
+
+
+@dataclass
+class BatchResult:
+    delivered: list[str] = field(default_factory=list)  # event ids
+    rejected: dict[str, str] = field(default_factory=dict)  # event id -> reason
+    retry: list[str] = field(default_factory=list)  # transient: try again later
+    alarm: str = ""  # configuration problem (401/403): keep pending, tell an operator
+    retry_after: float | None = None
+    split: bool = False  # 413: send smaller batches
+    error: str = ""
+
+
+def checked_base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must be an https URL")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must use https (http only on loopback)")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must not carry credentials or a query")
+    return url.rstrip("/")
+
+
+def memory_for(event) -> dict:
+    return {
+        "id": str(event.id),
+        "namespace": NAMESPACE,
+        "kind": KIND,
+        "occurred_at": occurred_at_text(event.occurred_at),
+        "source": event.source,
+        "sequence": event.sequence,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+        "content": {name: getattr(event, name) for name in CONTENT_FIELDS},
+    }
+
+
+def post_batch(
+    events: list, *, base_url: str, token: str, timeout: float, client: httpx.Client | None = None
+) -> BatchResult:
+    ids = [str(event.id) for event in events]
+    body = {"memories": [memory_for(event) for event in events]}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Idempotency-Key": str(uuid.uuid4()),
+    }
+    own_client = client is None
+    client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+    try:
+        response = client.post(
+            f"{checked_base_url(base_url)}/v1/memories", json=body, headers=headers
+        )
+    except httpx.HTTPError as exc:
+        return BatchResult(retry=ids, error=f"transport: {type(exc).__name__}")
+    finally:
+        if own_client:
+            client.close()
+    return interpret_response(ids, response)
+
+
+def interpret_response(ids: list[str], response: httpx.Response) -> BatchResult:
+    status = response.status_code
+    if status in (200, 207):
+        return _per_item(ids, response)
+    if status == 409:
+        return BatchResult(delivered=ids)
+    if status == 413 and len(ids) > 1:
+        return BatchResult(retry=ids, split=True, error="413: batch too large")
+    if status in (400, 413, 422):
+        reason = f"{status}: {_safe_text(response)}"
+        return BatchResult(rejected={event_id: reason for event_id in ids})
+    if status in (401, 403):
+        return BatchResult(retry=ids, alarm=f"Memory API refused the credential ({status})")
+    return BatchResult(retry=ids, retry_after=_retry_after(response), error=f"HTTP {status}")
+
+
+def _per_item(ids: list[str], response: httpx.Response) -> BatchResult:
+    try:
+        results = response.json()["results"]
+        by_id = {str(item["id"]): item for item in results if isinstance(item, dict)}
+    except (ValueError, KeyError, TypeError):
+        return BatchResult(retry=ids, error="unreadable response body")
+    outcome = BatchResult()
+    for event_id in ids:
+        item = by_id.get(event_id)
+        status = item.get("status") if item else None
+        if status in ("created", "duplicate"):
+            outcome.delivered.append(event_id)
+        elif status == "rejected":
+            outcome.rejected[event_id] = str(item.get("error", "rejected"))[:250]
+        else:
+            # Missing or unknown item status: not known to be stored, so it goes again.
+            outcome.retry.append(event_id)
+    if outcome.retry:
+        outcome.error = "incomplete results"
+    return outcome
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return min(float(value), 3600.0)
+    try:
+        delay = (parsedate_to_datetime(value) - timezone.now()).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return min(max(delay, 0.0), 3600.0)
+
+
+def _safe_text(response: httpx.Response) -> str:
+    # The receiver's words, shortened; they never contain our secrets (we never send any).
+    return " ".join(response.text.split())[:200]

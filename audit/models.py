@@ -1,0 +1,172 @@
+"""Append-only audit events, hash-chained per source, and their delivery state (kept apart).
+
+Events are never updated or deleted through the application; on PostgreSQL the application role
+has no UPDATE/DELETE on the event table at all. Delivery state lives in its own table.
+"""
+
+import uuid
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise TypeError("audit events are append-only")
+
+    def delete(self):
+        raise TypeError("audit events are append-only")
+
+    def bulk_update(self, *args, **kwargs):
+        raise TypeError("audit events are append-only")
+
+
+class AuditEvent(models.Model):
+    class Outcome(models.TextChoices):
+        ALLOWED = "allowed", _("허용")
+        UNAUTHENTICATED = "unauthenticated", _("인증 실패 (401)")
+        FORBIDDEN = "forbidden", _("권한 없음 (403)")
+        REFUSED_ORIGIN = "refused_origin", _("Origin 거부")
+        REFUSED_HOST = "refused_host", _("Host 거부")
+        RATE_LIMITED = "rate_limited", _("요청 과다 (429)")
+        MALFORMED = "malformed", _("잘못된 요청")
+        TOO_LARGE = "too_large", _("요청 크기 초과")
+        TOOL_ERROR = "tool_error", _("도구 오류")
+        ERROR = "error", _("서버 오류")
+        CHANGED = "changed", _("변경")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    source = models.CharField(_("출처"), max_length=32, default="hyperbook")
+    sequence = models.PositiveBigIntegerField(_("순번"))
+    occurred_at = models.DateTimeField(_("발생 시각"), db_index=True)
+    action = models.CharField(_("동작"), max_length=64)
+    outcome = models.CharField(_("결과"), max_length=32)
+    http_status = models.PositiveSmallIntegerField(_("HTTP 상태"), null=True, blank=True)
+    request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
+    rpc_method = models.CharField(_("JSON-RPC 메서드"), max_length=64, blank=True)
+    tool = models.CharField(_("도구"), max_length=128, blank=True)
+    stakeholder_id = models.CharField(_("관계자 ID"), max_length=16, blank=True)
+    stakeholder_role = models.CharField(_("역할"), max_length=32, blank=True)
+    delegation_id = models.BigIntegerField(_("위임 ID"), null=True, blank=True)
+    token_prefix = models.CharField(_("토큰 접두어"), max_length=16, blank=True)
+    token_fingerprint = models.CharField(_("토큰 지문"), max_length=64, blank=True)
+    client_address = models.CharField(_("클라이언트 주소"), max_length=64, blank=True)
+    origin = models.CharField(_("Origin"), max_length=256, blank=True)
+    user_agent = models.CharField(_("User-Agent"), max_length=256, blank=True)
+    latency_ms = models.FloatField(_("처리 시간(ms)"), null=True, blank=True)
+    row_count = models.IntegerField(_("반환 행 수"), null=True, blank=True)
+    masked_columns = models.JSONField(_("마스킹 컬럼"), default=list, blank=True)
+    prompt_length = models.IntegerField(_("질문 길이"), null=True, blank=True)
+    prompt_hash = models.CharField(_("질문 지문"), max_length=64, blank=True)
+    actor = models.CharField(_("관리자"), max_length=150, blank=True)
+    target = models.CharField(_("대상"), max_length=128, blank=True)
+    changes = models.JSONField(_("변경 내용"), default=dict, blank=True)
+    detail = models.CharField(_("사유"), max_length=128, blank=True)
+    prev_hash = models.CharField(_("이전 해시"), max_length=64)
+    hash = models.CharField(_("해시"), max_length=64, unique=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-occurred_at", "-sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "sequence"], name="audit_unique_sequence")
+        ]
+        indexes = [
+            models.Index(fields=["request_id"], name="audit_request_id"),
+            models.Index(fields=["outcome", "occurred_at"], name="audit_outcome_time"),
+            models.Index(fields=["action", "occurred_at"], name="audit_action_time"),
+            models.Index(fields=["stakeholder_id", "occurred_at"], name="audit_stakeholder_time"),
+            models.Index(fields=["http_status", "occurred_at"], name="audit_status_time"),
+            models.Index(fields=["tool", "occurred_at"], name="audit_tool_time"),
+        ]
+        verbose_name = _("감사 이벤트")
+        verbose_name_plural = _("감사 이벤트")
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.action} {self.outcome}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise TypeError("audit events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("audit events are append-only")
+
+
+class ChainHead(models.Model):
+    """The last link of a source's chain, locked while events are appended so none interleave."""
+
+    source = models.CharField(max_length=32, primary_key=True)
+    last_sequence = models.PositiveBigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"{self.source} #{self.last_sequence}"
+
+
+class Delivery(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", _("대기")
+        DELIVERED = "delivered", _("전달됨")
+        REJECTED = "rejected", _("거부됨")
+
+    event = models.OneToOneField(
+        AuditEvent, on_delete=models.PROTECT, primary_key=True, related_name="delivery"
+    )
+    sequence = models.PositiveBigIntegerField()  # copied so pending work is read in order cheaply
+    state = models.CharField(_("전달 상태"), max_length=16, default=State.PENDING)
+    attempts = models.PositiveIntegerField(_("시도 횟수"), default=0)
+    next_attempt_at = models.DateTimeField(_("다음 시도"), null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_id = models.UUIDField(null=True, blank=True)
+    last_error = models.CharField(_("마지막 오류"), max_length=300, blank=True)
+    delivered_at = models.DateTimeField(_("전달 시각"), null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["sequence"],
+                name="audit_delivery_pending",
+                condition=models.Q(state="pending"),
+            ),
+            models.Index(fields=["state"], name="audit_delivery_state"),
+        ]
+        verbose_name = _("전달 상태")
+        verbose_name_plural = _("전달 상태")
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.state}"
+
+
+class DeliveryAlarm(models.Model):
+    """Operator-visible problems with the Memory API (e.g. a rejected credential)."""
+
+    raised_at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(max_length=64)
+    message = models.CharField(max_length=300)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-raised_at"]
+        verbose_name = _("전달 경보")
+        verbose_name_plural = _("전달 경보")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ChainVerification(models.Model):
+    """The result of the latest chain check, shown to auditors."""
+
+    checked_at = models.DateTimeField(auto_now_add=True)
+    ok = models.BooleanField()
+    events_checked = models.PositiveBigIntegerField()
+    message = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["-checked_at"]
+
+    def __str__(self) -> str:
+        return self.message
