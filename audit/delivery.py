@@ -22,9 +22,6 @@ from audit.models import AuditEvent, Delivery, DeliveryAlarm
 
 logger = logging.getLogger("hyperbook.audit")
 
-LEASE_SECONDS = 120
-MAX_BACKOFF_SECONDS = 600
-
 
 @dataclass
 class DeliveryReport:
@@ -50,7 +47,8 @@ def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
     claim_id = uuid.uuid4()
     # The same conditions again: a row another worker claimed meanwhile is left alone.
     Delivery.objects.filter(due, event_id__in=candidates).update(
-        claim_id=claim_id, claimed_until=now + timedelta(seconds=LEASE_SECONDS)
+        claim_id=claim_id,
+        claimed_until=now + timedelta(seconds=settings.AUDIT_DELIVERY_LEASE_SECONDS),
     )
     return list(AuditEvent.objects.filter(delivery__claim_id=claim_id).order_by("sequence"))
 
@@ -134,7 +132,7 @@ def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
 def _schedule_retry(event_ids, retry_after, error: str, now) -> None:
     for delivery in Delivery.objects.filter(event_id__in=event_ids):
         attempts = delivery.attempts + 1
-        backoff = min(MAX_BACKOFF_SECONDS, 2 ** min(attempts, 10))
+        backoff = min(settings.AUDIT_DELIVERY_MAX_BACKOFF_SECONDS, 2 ** min(attempts, 10))
         delay = backoff * random.uniform(0.5, 1.5)  # jitter: workers do not retry in lockstep
         if retry_after is not None:
             delay = max(delay, retry_after)

@@ -116,7 +116,9 @@ class Delivery(models.Model):
         AuditEvent, on_delete=models.PROTECT, primary_key=True, related_name="delivery"
     )
     sequence = models.PositiveBigIntegerField()  # copied so pending work is read in order cheaply
-    state = models.CharField(_("전달 상태"), max_length=16, default=State.PENDING)
+    state = models.CharField(
+        _("전달 상태"), max_length=16, choices=State.choices, default=State.PENDING
+    )
     attempts = models.PositiveIntegerField(_("시도 횟수"), default=0)
     next_attempt_at = models.DateTimeField(_("다음 시도"), null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)

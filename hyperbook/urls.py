@@ -1,9 +1,21 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.routers import DefaultRouter
 
+from audit.api import AuditEventViewSet, AuditorsAndAdmins
 from core.views import healthz
+
+router = DefaultRouter()
+router.register("audit-events", AuditEventViewSet, basename="audit-event")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/", include(router.urls)),
+    path(
+        "api/schema/",
+        SpectacularAPIView.as_view(permission_classes=[AuditorsAndAdmins]),
+        name="api-schema",
+    ),
 ]

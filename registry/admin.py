@@ -82,7 +82,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         (tool_formset,) = [fs for fs in formsets if isinstance(fs, AllowedToolFormSet)]
-        server, _ = server_save(declaration=tool_formset.declaration)
+        server, _ = server_save(declaration=tool_formset.declaration, actor=request.user)
         form.instance.pk = server.pk
         # The admin's change message reads these; the service did the saving.
         for formset in formsets:

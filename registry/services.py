@@ -9,6 +9,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from audit.services import audit_change
 from kb.models import Stakeholder
 from registry.declarations import (
     KB_TOOL_NAME,
@@ -40,8 +41,11 @@ class ImportReport:
         return not self.errors
 
 
-def server_save(*, declaration: McpServerDeclaration) -> tuple[McpServer, str]:
-    """Create or update a server and its allowlist; say if it was created, updated or unchanged."""
+def server_save(*, declaration: McpServerDeclaration, actor=None) -> tuple[McpServer, str]:
+    """Create or update a server and its allowlist; say if it was created, updated or unchanged.
+
+    The change and its audit event (before/after of the declaration, which holds no secret) commit
+    together."""
     values = {
         "enabled": declaration.enabled,
         "provider": declaration.provider,
@@ -59,6 +63,7 @@ def server_save(*, declaration: McpServerDeclaration) -> tuple[McpServer, str]:
     }
     with transaction.atomic():
         server = McpServer.objects.select_for_update().filter(server_id=declaration.id).first()
+        before = server.to_declaration().as_mapping() if server is not None else None
         if server is None:
             server = McpServer.objects.create(server_id=declaration.id, **values)
             outcome = "created"
@@ -75,10 +80,17 @@ def server_save(*, declaration: McpServerDeclaration) -> tuple[McpServer, str]:
         AllowedTool.objects.bulk_create(
             AllowedTool(server=server, tool_name=name) for name in sorted(wanted - existing)
         )
+        audit_change(
+            action=f"registry.server_{outcome}",
+            actor=actor,
+            target=declaration.id,
+            before=before,
+            after=declaration.as_mapping(),
+        )
     return server, outcome
 
 
-def servers_import(*, rows: Iterable[object]) -> ImportReport:
+def servers_import(*, rows: Iterable[object], actor=None) -> ImportReport:
     """Validate every row first; write all of them in one transaction, or none if any is invalid."""
     report = ImportReport()
     declarations: list[McpServerDeclaration] = []
@@ -99,7 +111,7 @@ def servers_import(*, rows: Iterable[object]) -> ImportReport:
         return report
     with transaction.atomic():
         for declaration in declarations:
-            _, outcome = server_save(declaration=declaration)
+            _, outcome = server_save(declaration=declaration, actor=actor)
             getattr(report, outcome).append(declaration.id)
     return report
 
@@ -134,9 +146,8 @@ def delegation_issue(
     """Create a delegation with a new random token. The token is returned once and never stored."""
     tools = _checked_delegation_terms(tools=tools or [KB_TOOL_NAME], expires_at=expires_at)
     token = generate_token()
-    delegation = TokenDelegation.objects.create(
-        fingerprint=token_fingerprint(token),
-        display_prefix=display_prefix(token),
+    delegation = _delegation_create(
+        token=token,
         source=TokenDelegation.Source.ISSUED,
         stakeholder=stakeholder,
         agent_name=agent_name,
@@ -162,12 +173,10 @@ def delegation_register(
         token = normalize_token(raw_token)
     except MalformedToken:
         raise DelegationError(_("토큰 형식이 올바르지 않습니다.")) from None
-    fingerprint = token_fingerprint(token)
-    if TokenDelegation.objects.filter(fingerprint=fingerprint).exists():
+    if TokenDelegation.objects.filter(fingerprint=token_fingerprint(token)).exists():
         raise DelegationError(_("이미 등록된 토큰입니다."))
-    return TokenDelegation.objects.create(
-        fingerprint=fingerprint,
-        display_prefix=display_prefix(token),
+    return _delegation_create(
+        token=token,
         source=TokenDelegation.Source.REGISTERED,
         stakeholder=stakeholder,
         agent_name=agent_name,
@@ -177,16 +186,60 @@ def delegation_register(
     )
 
 
+def _delegation_create(*, token: str, source: str, created_by, **terms) -> TokenDelegation:
+    with transaction.atomic():
+        delegation = TokenDelegation.objects.create(
+            fingerprint=token_fingerprint(token),
+            display_prefix=display_prefix(token),
+            source=source,
+            created_by=created_by,
+            **terms,
+        )
+        audit_change(
+            action=f"registry.delegation_{source}",
+            actor=created_by,
+            target=f"delegation:{delegation.pk}",
+            before=None,
+            after=_delegation_snapshot(delegation),
+        )
+    return delegation
+
+
 def delegation_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=None) -> bool:
     """Revoke once; a second revoke keeps the first reason. Returns whether this call revoked it."""
     reason = (reason or "").strip()
     if not reason:
         raise DelegationError(_("폐기 사유를 입력하세요."))
-    updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_reason=reason[:500], revoked_by=revoked_by
-    )
-    delegation.refresh_from_db()
+    with transaction.atomic():
+        before = _delegation_snapshot(delegation)
+        updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now(), revoked_reason=reason[:500], revoked_by=revoked_by
+        )
+        delegation.refresh_from_db()
+        if updated:
+            audit_change(
+                action="registry.delegation_revoked",
+                actor=revoked_by,
+                target=f"delegation:{delegation.pk}",
+                before=before,
+                after=_delegation_snapshot(delegation),
+            )
     return bool(updated)
+
+
+def _delegation_snapshot(delegation: TokenDelegation) -> dict:
+    """The non-secret fields an auditor needs: the prefix and fingerprint, never the token."""
+    return {
+        "stakeholder_id": delegation.stakeholder_id,
+        "agent_name": delegation.agent_name,
+        "tools": delegation.tools,
+        "expires_at": delegation.expires_at.isoformat(),
+        "display_prefix": delegation.display_prefix,
+        "fingerprint": delegation.fingerprint,
+        "source": delegation.source,
+        "revoked_at": delegation.revoked_at.isoformat() if delegation.revoked_at else None,
+        "revoked_reason": delegation.revoked_reason,
+    }
 
 
 def delegation_mark_used(*, delegation_id: int, now: datetime) -> None:

@@ -20,7 +20,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_database_url() -> str:
+def database_url_for_servers() -> str:
     """The URL of the database this test run uses, for a server in another process."""
     settings_dict = connection.settings_dict
     if connection.vendor == "sqlite":
@@ -39,7 +39,7 @@ def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1)
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": database_url_for_servers(),
         "PYTHONUNBUFFERED": "1",
         "LOG_LEVEL": "INFO",
         **(extra_env or {}),

@@ -128,10 +128,12 @@ MCP_SERVERS_FILE = Path(env_str("MCP_SERVERS_FILE") or BASE_DIR / "config" / "mc
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first: its WWW-Authenticate challenge makes a bad token a 401, not a 403.
+        "core.api_tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
 }
@@ -189,6 +191,9 @@ EGS2_MEMORY_API_TOKEN = read_secret("EGS2_MEMORY_API_TOKEN")  # hyperbook's own 
 EGS2_MEMORY_API_TIMEOUT_SECONDS = env_int("EGS2_MEMORY_API_TIMEOUT_SECONDS", 10)
 EGS2_MEMORY_API_BATCH_SIZE = min(max(env_int("EGS2_MEMORY_API_BATCH_SIZE", 100), 1), 500)
 AUDIT_DELIVERY_SWEEP_SECONDS = env_int("AUDIT_DELIVERY_SWEEP_SECONDS", 10)
+AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = env_int("AUDIT_DELIVERY_MAX_BACKOFF_SECONDS", 600)
+# A claimed batch whose worker died is claimable again after this long.
+AUDIT_DELIVERY_LEASE_SECONDS = env_int("AUDIT_DELIVERY_LEASE_SECONDS", 120)
 CELERY_BEAT_SCHEDULE = {
     "audit-delivery-sweep": {
         "task": "audit.deliver_pending",

@@ -1,0 +1,111 @@
+"""A loopback stand-in for the egs2 Memory API that can be told to misbehave."""
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class MemorySink:
+    """Keeps memories by id like the real API (a second delivery is a duplicate).
+
+    `faults` is a list consumed one per request: "down" (drop the connection), "500", "slow",
+    "429", "garbage", "401", "413", "reject_first" (reject the batch's first item), "slow_store"
+    (store, then answer late), or None (ok).
+    """
+
+    def __init__(self, token: str, slow_seconds: float = 3.0):
+        self.token = token
+        self.slow_seconds = slow_seconds
+        self.faults: list[str | None] = []
+        self.memories: dict[str, dict] = {}
+        self.receipts: Counter = Counter()  # id -> times received in a successful request
+        self.rejected: set[str] = set()
+        self.raw_bodies: list[bytes] = []
+        self.auth_headers: list[str] = []
+        self.requests = 0
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def next_fault(self) -> str | None:
+        with self.lock:
+            self.requests += 1
+            return self.faults.pop(0) if self.faults else None
+
+    def _handler(self):
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                with sink.lock:
+                    sink.raw_bodies.append(body)
+                    sink.auth_headers.append(self.headers.get("Authorization", ""))
+                if self.path != "/v1/memories":
+                    return self._reply(404, {"error": "not found"})
+                if self.headers.get("Authorization") != f"Bearer {sink.token}":
+                    return self._reply(401, {"error": "bad credential"})
+                fault = sink.next_fault()
+                if fault == "down":
+                    self.connection.close()
+                    return None
+                if fault == "slow":
+                    time.sleep(sink.slow_seconds)
+                    return self._reply(503, {"error": "slow"})
+                if fault == "slow_store":  # stores the batch, but answers late
+                    time.sleep(sink.slow_seconds)
+                if fault in ("500", "401", "413"):
+                    return self._reply(int(fault), {"error": fault})
+                if fault == "429":
+                    return self._reply(429, {"error": "slow down"}, {"Retry-After": "1"})
+                if fault == "garbage":
+                    return self._raw(200, b"<html>not json")
+                memories = json.loads(body)["memories"]
+                results = []
+                for index, memory in enumerate(memories):
+                    if fault == "reject_first" and index == 0:
+                        sink.rejected.add(memory["id"])
+                        results.append(
+                            {"id": memory["id"], "status": "rejected", "error": "content: bad"}
+                        )
+                        continue
+                    with sink.lock:
+                        duplicate = memory["id"] in sink.memories
+                        sink.memories[memory["id"]] = memory
+                        sink.receipts[memory["id"]] += 1
+                    results.append(
+                        {"id": memory["id"], "status": "duplicate" if duplicate else "created"}
+                    )
+                return self._reply(207 if fault == "reject_first" else 200, {"results": results})
+
+            def _reply(self, status, payload, headers=None):
+                return self._raw(status, json.dumps(payload).encode(), headers)
+
+            def _raw(self, status, data, headers=None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        return Handler

@@ -1,0 +1,153 @@
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import audit_events_append
+from core.api_tokens import api_token_issue
+from registry.models import McpServer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def auditor():
+    user = User.objects.create_user("auditor", password="pw-for-tests-only", is_staff=True)
+    user.groups.add(Group.objects.get(name="auditors"))
+    return user
+
+
+@pytest.fixture
+def some_events():
+    return audit_events_append(
+        events=[
+            {
+                "action": "mcp.tools_call",
+                "outcome": "allowed",
+                "http_status": 200,
+                "request_id": "req-allowed-0001",
+                "stakeholder_id": "KB-P-001",
+                "tool": "ords.query.kb_select_ai_vpd",
+                "row_count": 5,
+            },
+            {
+                "action": "mcp.tools_list",
+                "outcome": "unauthenticated",
+                "http_status": 401,
+                "request_id": "req-refused-0002",
+            },
+            {
+                "action": "mcp.tools_call",
+                "outcome": "forbidden",
+                "http_status": 403,
+                "request_id": "req-refused-0003",
+                "stakeholder_id": "KB-P-099",
+            },
+        ]
+    )
+
+
+def test_an_auditor_finds_a_request_by_its_id_in_the_admin(client, auditor, some_events):
+    client.force_login(auditor)
+    response = client.get("/admin/audit/auditevent/", {"q": "req-refused-0002"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "req-refused-0002" in body
+    assert "req-allowed-0001" not in body
+    detail = client.get(f"/admin/audit/auditevent/{some_events[1].pk}/change/")
+    assert detail.status_code == 200
+    assert "req-refused-0002" in detail.content.decode()
+
+
+def test_the_admin_filters_by_outcome_status_and_stakeholder(client, auditor, some_events):
+    client.force_login(auditor)
+    body = client.get("/admin/audit/auditevent/", {"outcome": "forbidden"}).content.decode()
+    assert "req-refused-0003" in body and "req-allowed-0001" not in body
+    body = client.get("/admin/audit/auditevent/", {"http_status": "200"}).content.decode()
+    assert "req-allowed-0001" in body and "req-refused-0003" not in body
+    body = client.get("/admin/audit/auditevent/", {"range": "1h", "delivery_state": "pending"})
+    assert body.status_code == 200 and "req-allowed-0001" in body.content.decode()
+
+
+def test_auditors_cannot_add_change_or_delete_events(client, auditor, some_events):
+    client.force_login(auditor)
+    assert client.get("/admin/audit/auditevent/add/").status_code == 403
+    assert client.post(f"/admin/audit/auditevent/{some_events[0].pk}/delete/").status_code == 403
+    page = client.get(f"/admin/audit/auditevent/{some_events[0].pk}/change/").content.decode()
+    assert 'name="_save"' not in page
+    assert AuditEvent.objects.count() == 3
+
+
+def test_the_changelist_never_counts_the_whole_table(client, auditor, some_events):
+    client.force_login(auditor)
+    with CaptureQueriesContext(connection) as queries:
+        client.get("/admin/audit/auditevent/")
+    counts = [
+        q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and "audit_auditevent" in q["sql"]
+    ]
+    assert counts, "the paginator still counts (capped)"
+    assert all(re.search(r"LIMIT", sql, re.IGNORECASE) for sql in counts)
+
+
+def test_the_chain_status_is_shown_and_can_be_checked(client, auditor, some_events):
+    client.force_login(auditor)
+    client.post("/admin/audit/auditevent/verify/")
+    body = client.get("/admin/audit/auditevent/").content.decode()
+    assert "3 events, chain intact" in body
+
+
+def test_the_api_refuses_anonymous_and_non_auditors(client, some_events):
+    assert client.get("/api/audit-events/").status_code in (401, 403)
+    staff = User.objects.create_user("staff", password="pw-for-tests-only", is_staff=True)
+    client.force_login(staff)
+    assert client.get("/api/audit-events/").status_code == 403
+
+
+def test_the_api_filters_by_field_names_with_cursor_pagination(client, auditor, some_events):
+    client.force_login(auditor)
+    response = client.get("/api/audit-events/", {"request_id": "req-allowed-0001"})
+    results = response.json()["results"]
+    assert [r["request_id"] for r in results] == ["req-allowed-0001"]
+    assert results[0]["delivery_state"] == "pending"
+    refused = client.get("/api/audit-events/", {"outcome": "forbidden"}).json()["results"]
+    assert [r["request_id"] for r in refused] == ["req-refused-0003"]
+    page = client.get("/api/audit-events/", {"page_size": 2}).json()
+    assert len(page["results"]) == 2 and "cursor=" in page["next"]
+    rest = client.get(page["next"]).json()["results"]
+    assert len(rest) == 1
+
+
+def test_the_api_accepts_an_issued_api_token(client, auditor, some_events):
+    _, token = api_token_issue(
+        user=auditor, label="siem", expires_at=timezone.now() + timedelta(days=1)
+    )
+    ok = client.get("/api/audit-events/", HTTP_AUTHORIZATION=f"Token {token}")
+    assert ok.status_code == 200
+    bad = client.get("/api/audit-events/", HTTP_AUTHORIZATION="Token hbapi_wrong-0000000000")
+    assert bad.status_code == 401
+    assert token not in str(list(auditor.api_tokens.values()))
+
+
+def test_the_openapi_schema_is_served_to_auditors(client, auditor):
+    client.force_login(auditor)
+    response = client.get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    assert "/api/audit-events/" in response.content.decode()
+
+
+def test_an_admin_change_becomes_an_event_with_actor_and_before_after(settings):
+    call_command("import_mcp_servers", str(settings.MCP_SERVERS_FILE))
+    created = AuditEvent.objects.filter(action="registry.server_created")
+    assert set(created.values_list("target", flat=True)) == set(
+        McpServer.objects.values_list("server_id", flat=True)
+    )
+    event = created.get(target="kb_mcp")
+    assert event.actor == "system"
+    assert event.changes["before"] is None
+    assert event.changes["after"]["tool_allowlist"] == ["ords.query.kb_select_ai_vpd"]

@@ -1,0 +1,119 @@
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, connection, transaction
+
+from audit.models import AuditEvent, ChainHead, Delivery
+from audit.services import audit_events_append, audit_record
+from audit.verification import verify_chain
+
+pytestmark = pytest.mark.django_db
+
+
+def append(n: int) -> list[AuditEvent]:
+    return audit_events_append(
+        events=[
+            {"action": "mcp.tools_call", "outcome": "allowed", "http_status": 200, "row_count": i}
+            for i in range(n)
+        ]
+    )
+
+
+def tamper(sql: str, params: list) -> None:
+    """What someone with direct database access could do, bypassing the append-only trigger."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred checks may be pending
+            cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_event_append_only")
+            cursor.execute(sql, params)
+            cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_event_append_only")
+        else:
+            cursor.execute("DROP TRIGGER audit_event_no_update")
+            cursor.execute(sql, params)
+            cursor.execute(
+                "CREATE TRIGGER audit_event_no_update BEFORE UPDATE ON audit_auditevent "
+                "BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END"
+            )
+
+
+def test_events_get_gap_free_sequences_and_link_to_each_other():
+    first = append(3)
+    second = append(2)
+    events = list(AuditEvent.objects.order_by("sequence"))
+    assert [e.sequence for e in events] == [1, 2, 3, 4, 5]
+    assert events[0].prev_hash == "0" * 64
+    for previous, current in zip(events, events[1:], strict=False):
+        assert current.prev_hash == previous.hash
+    assert ChainHead.objects.get().last_hash == second[-1].hash != first[-1].hash
+    assert Delivery.objects.filter(state="pending").count() == 5
+    assert verify_chain().ok
+
+
+def test_the_application_cannot_change_or_delete_an_event():
+    event = append(1)[0]
+    event.outcome = "forbidden"
+    with pytest.raises(TypeError):
+        event.save()
+    with pytest.raises(TypeError):
+        event.delete()
+    with pytest.raises(TypeError):
+        AuditEvent.objects.filter(pk=event.pk).update(outcome="forbidden")
+    with pytest.raises(TypeError):
+        AuditEvent.objects.all().delete()
+
+
+def test_the_database_refuses_an_update_even_in_raw_sql():
+    event = append(1)[0]
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE audit_auditevent SET outcome = %s WHERE id = %s",
+            ["forbidden", event_id_param(event)],
+        )
+
+
+def event_id_param(event):
+    return event.id.hex if connection.vendor == "sqlite" else event.id
+
+
+def test_a_tampered_event_is_detected_by_the_chain_check():
+    events = append(5)
+    tamper(
+        "UPDATE audit_auditevent SET row_count = %s WHERE id = %s", [999, event_id_param(events[2])]
+    )
+    report = verify_chain()
+    assert not report.ok
+    assert report.first_bad_sequence == 3
+    assert "altered" in report.message
+    with pytest.raises(CommandError, match="#3"):
+        call_command("verify_audit_chain")
+
+
+def test_a_missing_event_is_detected_by_the_chain_check():
+    events = append(4)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM audit_delivery WHERE event_id = %s", [event_id_param(events[1])]
+        )
+    tamper("DELETE FROM audit_auditevent WHERE id = %s", [event_id_param(events[1])])
+    report = verify_chain()
+    assert not report.ok
+    assert report.first_bad_sequence == 2
+    assert "missing" in report.message
+
+
+def test_a_rewritten_chain_tail_is_detected_against_the_head():
+    events = append(3)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM audit_delivery WHERE event_id = %s", [event_id_param(events[2])]
+        )
+    tamper("DELETE FROM audit_auditevent WHERE id = %s", [event_id_param(events[2])])
+    report = verify_chain()
+    assert not report.ok
+    assert "missing event #3" in report.message
+
+
+def test_the_chain_check_passes_on_an_intact_log(capsys):
+    append(3)
+    audit_record(action="registry.server_updated", outcome="changed", actor="root", target="kb_mcp")
+    call_command("verify_audit_chain")
+    assert "4 events, chain intact" in capsys.readouterr().out
