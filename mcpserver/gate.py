@@ -149,7 +149,7 @@ class McpGate:
                 send, record, 403, "host", _rpc_error(-32600, "Host not allowed")
             )
         origin = headers.get("origin")
-        if origin is not None and origin.rstrip("/").lower() not in self.allowed_origins:
+        if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
             return await self._refuse(
                 send, record, 403, "origin", _rpc_error(-32600, "Origin not allowed")
             )
@@ -249,6 +249,13 @@ class McpGate:
             "state": {**scope.get("state", {}), "principal": principal, "record": record},
         }
         await self.app(scope, _replay(body), _with_headers(send, cors))
+
+    def _origin_allowed(self, origin: str, host: str) -> bool:
+        origin = origin.rstrip("/").lower()
+        # Same-origin pages are safe: the Host header has already passed the allowlist, so this
+        # cannot be a rebinding of a foreign name onto our address.
+        same_origin = origin in (f"http://{host.lower()}", f"https://{host.lower()}")
+        return same_origin or origin in self.allowed_origins
 
     def _host_allowed(self, host: str) -> bool:
         host = host.lower()

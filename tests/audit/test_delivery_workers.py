@@ -190,7 +190,9 @@ def test_every_request_reaches_the_memory_api_once_in_effect_despite_faults(
     assert rejected == sink.rejected and len(rejected) == 1
     assert delivered | rejected == set(deliveries)
     # The receiver holds exactly the delivered events: none missing, none under two ids.
-    assert set(sink.memories) == delivered
+    # (Events left pending by earlier tests in the same database may arrive too.)
+    received_now = {i for i, memory in sink.memories.items() if memory["sequence"] > before}
+    assert received_now == delivered
     sequences = Counter(memory["sequence"] for memory in sink.memories.values())
     assert max(sequences.values()) == 1
     for request_id in request_ids:
@@ -233,8 +235,9 @@ def test_a_worker_killed_mid_batch_loses_nothing(tokens, broker, tmp_path, djang
         mine = Delivery.objects.filter(sequence__gt=before)
         assert set(mine.values_list("state", flat=True)) == {"delivered"}
         event_ids = {str(i) for i in mine.values_list("event_id", flat=True)}
-    assert set(sink.memories) == event_ids
-    assert len({m["sequence"] for m in sink.memories.values()}) == len(event_ids)
+    received_now = {i for i, memory in sink.memories.items() if memory["sequence"] > before}
+    assert received_now == event_ids
+    assert len({m["sequence"] for m in sink.memories.values()}) == len(sink.memories)
 
 
 def _children_of(pid: int) -> list[int]:

@@ -225,3 +225,9 @@ def test_the_django_admin_is_served_by_the_same_server(server):
     response = httpx.get(f"{server.url}/admin/login/", timeout=10)
     assert response.status_code == 200
     assert "Django" in response.text or "로그인" in response.text
+
+
+def test_a_same_origin_page_is_allowed_whatever_the_port(server, world):
+    own_origin = server.url  # http://127.0.0.1:<port>, not in MCP_ALLOWED_ORIGINS
+    response = server.post(rpc("tools/list"), planner_token(world), headers={"Origin": own_origin})
+    assert response.status_code == 200
