@@ -19,7 +19,9 @@ run: $(VENV)/.installed
 	$(MANAGE) migrate --noinput -v0
 	$(MANAGE) collectstatic --noinput -v0
 	$(MANAGE) import_mcp_servers config/mcp_servers.json
+	$(MANAGE) load_kb_demo
 	$(MANAGE) ensure_admin
+	$(MANAGE) issue_demo_delegations
 	$(BIN)/honcho --no-prefix -f Procfile start
 
 lint: $(VENV)/.installed

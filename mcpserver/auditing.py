@@ -18,7 +18,7 @@ _OUTCOMES = {
     "refused_malformed": AuditEvent.Outcome.MALFORMED,
     "error": AuditEvent.Outcome.ERROR,
 }
-_TOOL_ERRORS = {"invalid_arguments", "engine_error"}
+_TOOL_ERRORS = {"invalid_arguments", "engine_error", "invalid_plan"}
 
 
 def event_values(record: RequestRecord) -> dict:
@@ -27,6 +27,8 @@ def event_values(record: RequestRecord) -> dict:
         outcome = AuditEvent.Outcome.MALFORMED  # refused by the SDK (e.g. protocol version)
     if outcome == AuditEvent.Outcome.ALLOWED and record.reason in _TOOL_ERRORS:
         outcome = AuditEvent.Outcome.TOOL_ERROR
+    if outcome == AuditEvent.Outcome.ALLOWED and record.reason == "policy_refused":
+        outcome = AuditEvent.Outcome.FORBIDDEN
     rpc = record.rpc_method.replace("/", "_") if record.rpc_method else ""
     action = "mcp.preflight" if record.outcome == "preflight" else f"mcp.{rpc or 'request'}"
     principal = record.principal

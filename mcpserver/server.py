@@ -9,6 +9,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from kb.plans import PlanError
+from kb.policy import PolicyRefused
 from mcpserver import tool
 from mcpserver.auditing import audit_recorder
 from mcpserver.gate import McpGate, _in_db_thread
@@ -55,6 +57,15 @@ def build_server() -> Server:
             return tool.error_result(f"Invalid arguments: {exc}")
         try:
             answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
+        except PolicyRefused:
+            # Suspended or changed since the gate looked: the policy still fails closed.
+            if record is not None:
+                record.reason = "policy_refused"
+            return tool.error_result("이 사용자에게 조회 권한 없음")
+        except PlanError as exc:
+            if record is not None:
+                record.reason = "invalid_plan"
+            return tool.error_result(exc.message)
         except Exception:
             request_id = record.request_id if record is not None else "-"
             logger.exception("tool failed request_id=%s", request_id)
