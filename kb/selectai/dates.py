@@ -1,4 +1,4 @@
-"""Calendar helpers for relative periods ("지난달", "최근 3개월", "3개월 이내") against an as-of date."""
+"""Calendar helpers: relative periods ("지난달", "최근 3개월") against an as-of date."""
 
 from __future__ import annotations
 
@@ -66,10 +66,15 @@ def months_period(first: dt.date, last: dt.date, label: str) -> Period:
     return Period(month_start(first), month_end(last), label)
 
 
-def describe(period: Period) -> str:
+def describe(period: Period, *, with_label: bool = True) -> str:
+    """'2026-04~2026-06 (최근 3개월)'; a single month is just '2026-06'."""
     if period.whole_months:
         first, last = period.months()
         text = first if first == last else f"{first}~{last}"
+    elif period.start == period.end:
+        text = period.start.isoformat()
     else:
         text = f"{period.start.isoformat()}~{period.end.isoformat()}"
-    return f"{text} ({period.label})" if period.label and period.label != text else text
+    if with_label and period.label and period.label != text:
+        return f"{text} ({period.label})"
+    return text

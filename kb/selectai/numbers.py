@@ -1,4 +1,4 @@
-"""Numbers written in words: native Korean (다섯, 열한, 스무), Sino-Korean (삼, 십이) and English (five).
+"""Numbers written as words: native Korean (다섯, 스무), Sino-Korean (삼, 십이), English (five).
 
 Digits are handled by the caller; these helpers only turn a single numeral morpheme into an int.
 """

@@ -1,6 +1,7 @@
-"""The closed vocabulary (products, branches, planners, grades, statuses) the prompt parser may match.
+"""The closed vocabulary (products, branches, planners, grades, statuses) the parser may match.
 
-Every filter value the parser emits comes from here (or is a date/number), never from free prompt text.
+Every filter value the parser emits comes from here (or is a date or number), never from free
+prompt text.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _column_values(path: Path, column: str) -> tuple[str, ...] | None:
 
 
 def vocabulary_from_csv(folder: str | Path) -> Vocabulary:
-    """Read the kb_demo CSV folder (products, branches, stakeholders; grades/statuses if present)."""
+    """Read a kb_demo CSV folder: products, branches, stakeholders (+ grades, statuses)."""
     folder = Path(folder)
 
     def rows(name: str) -> list[dict[str, str]]:

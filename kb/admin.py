@@ -1,0 +1,43 @@
+"""Read-only admin for the KB's reference tables and VPD principals.
+
+Customers, contracts and payments are not registered: the admin would read them without the VPD
+policy (RRNs and phone numbers in full). They are read through kb.vpd only.
+"""
+
+from django.contrib import admin
+
+from kb.models import Branch, Product, Stakeholder
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """The demo data comes from its CSV files (load_kb_demo); the admin only shows it."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Branch)
+class BranchAdmin(ReadOnlyAdmin):
+    list_display = ("branch_id", "branch_name", "region")
+    search_fields = ("branch_id", "branch_name")
+
+
+@admin.register(Product)
+class ProductAdmin(ReadOnlyAdmin):
+    list_display = ("product_code", "product_name", "category", "term_years")
+    list_filter = ("category",)
+    search_fields = ("product_code", "product_name")
+
+
+@admin.register(Stakeholder)
+class StakeholderAdmin(ReadOnlyAdmin):
+    list_display = ("stakeholder_id", "name", "role", "branch", "status")
+    list_filter = ("role", "status", "branch")
+    list_select_related = ("branch",)
+    search_fields = ("stakeholder_id", "name")

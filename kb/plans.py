@@ -1,0 +1,525 @@
+"""KB query plans: the structured, validated form of a question that the data layer executes.
+
+A plan names an entity, fields, typed filters, grouping, aggregates, sort and limit; never SQL.
+`plan_parse` turns the parser's JSON-shaped dict into a `Plan` or raises `PlanError` (in Korean).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from django.db import models
+
+from kb.models import Contract, Customer, PremiumPayment
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+MAX_FILTERS = 20
+MAX_IN_VALUES = 100
+MAX_GROUP_BY = 5
+MAX_AGGREGATES = 10
+MAX_ORDER_BY = 5
+MAX_STRING = 100
+MAX_ABS_INT = 10**15
+
+OPS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains")
+AGGREGATE_FNS = ("count", "sum", "avg", "min", "max")
+PLAN_KEYS = ("entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit")
+
+_ALIAS = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+_AGE_GROUP = re.compile(r"^(\d{1,2})0대( 이상)?$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class PlanError(ValueError):
+    """The plan is malformed or names something unknown; the message is for the user (Korean)."""
+
+    def __init__(self, message: str, *, code: str = "invalid_plan"):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Kind(StrEnum):
+    STR = "str"
+    INT = "int"
+    DATE = "date"  # "YYYY-MM-DD"
+    MONTH = "month"  # "YYYY-MM", stored as text
+    AGE = "age"  # int, derived from birth_date at the as-of date
+    AGE_GROUP = "age_group"  # "30대", derived from birth_date
+
+
+_OPS_BY_KIND = {
+    Kind.STR: frozenset(OPS),
+    **{kind: frozenset(OPS) - {"contains"} for kind in Kind if kind is not Kind.STR},
+}
+_SUMMABLE = frozenset({Kind.INT, Kind.AGE})
+_ORDERABLE_AGGREGATE = frozenset({Kind.STR, Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE})
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    label: str
+    kind: Kind
+    path: str  # ORM path from the entity's model; for derived fields, the birth_date path
+    nullable: bool = False
+
+    @property
+    def derived(self) -> bool:
+        return self.kind in (Kind.AGE, Kind.AGE_GROUP)
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    name: str
+    label: str
+    model: type[models.Model]
+    key: str  # the natural key field, always returned by row queries
+    customer_path: str  # ORM path from the model to its Customer ("" for customers)
+    fields: dict[str, FieldSpec]
+    defaults: tuple[str, ...]  # columns of a row query whose `fields` is []
+
+
+def _f(name: str, label: str, kind: Kind, path: str | None = None, **kw: Any) -> FieldSpec:
+    return FieldSpec(name=name, label=label, kind=kind, path=path or name, **kw)
+
+
+def _party_fields(to_customer: str) -> list[FieldSpec]:
+    c = f"{to_customer}__" if to_customer else ""
+    return [
+        _f("customer_id", "고객 ID", Kind.STR, f"{to_customer}_id" if c else "customer_id"),
+        _f("customer_name", "고객명", Kind.STR, f"{c}customer_name"),
+        _f("planner_id", "설계사 ID", Kind.STR, f"{c}planner_id"),
+        _f("planner_name", "설계사명", Kind.STR, f"{c}planner__name"),
+        _f("branch_id", "지점 ID", Kind.STR, f"{c}branch_id"),
+        _f("branch_name", "지점명", Kind.STR, f"{c}branch__branch_name"),
+        _f("grade", "고객 등급", Kind.STR, f"{c}grade"),
+    ]
+
+
+def _product_fields(to_contract: str) -> list[FieldSpec]:
+    p = f"{to_contract}__" if to_contract else ""
+    return [
+        _f("product_code", "상품 코드", Kind.STR, f"{p}product_id"),
+        _f("product_name", "상품명", Kind.STR, f"{p}product__product_name"),
+        _f("category", "상품 분류", Kind.STR, f"{p}product__category"),
+    ]
+
+
+def _entity(name: str, label: str, model, key: str, customer_path: str, fields, defaults):
+    return EntitySpec(
+        name=name,
+        label=label,
+        model=model,
+        key=key,
+        customer_path=customer_path,
+        fields={spec.name: spec for spec in fields},
+        defaults=tuple(defaults),
+    )
+
+
+ENTITIES: dict[str, EntitySpec] = {
+    "customers": _entity(
+        "customers",
+        "고객",
+        Customer,
+        "customer_id",
+        "",
+        [
+            *_party_fields(""),
+            _f("birth_date", "생년월일", Kind.DATE),
+            _f("gender", "성별", Kind.STR),
+            _f("phone", "전화번호", Kind.STR),
+            _f("rrn", "주민등록번호", Kind.STR),
+            _f("joined_on", "가입일", Kind.DATE),
+            _f("age", "나이", Kind.AGE, "birth_date"),
+            _f("age_group", "연령대", Kind.AGE_GROUP, "birth_date"),
+        ],
+        ["customer_id", "customer_name", "gender", "age", "phone", "grade", "planner_name"]
+        + ["branch_name", "joined_on"],
+    ),
+    "contracts": _entity(
+        "contracts",
+        "계약",
+        Contract,
+        "contract_id",
+        "customer",
+        [
+            _f("contract_id", "계약 ID", Kind.STR),
+            *_party_fields("customer"),
+            *_product_fields(""),
+            _f("status", "계약 상태", Kind.STR),
+            _f("start_date", "계약일", Kind.DATE),
+            _f("end_date", "만기일", Kind.DATE),
+            _f("monthly_premium", "월 보험료", Kind.INT),
+            _f("sum_insured", "보험 가입금액", Kind.INT),
+            _f("payment_day", "납입일", Kind.INT),
+        ],
+        ["contract_id", "customer_id", "customer_name", "product_name", "status", "start_date"]
+        + ["end_date", "monthly_premium", "sum_insured"],
+    ),
+    "premium_payments": _entity(
+        "premium_payments",
+        "보험료 납입",
+        PremiumPayment,
+        "payment_id",
+        "contract__customer",
+        [
+            _f("payment_id", "납입 ID", Kind.STR),
+            _f("contract_id", "계약 ID", Kind.STR),
+            *_party_fields("contract__customer"),
+            *_product_fields("contract"),
+            _f("due_month", "납입월", Kind.MONTH),
+            _f("due_date", "납입 기일", Kind.DATE),
+            _f("amount", "금액", Kind.INT),
+            _f("status", "납입 상태", Kind.STR),
+            _f("paid_date", "납입일", Kind.DATE, nullable=True),
+        ],
+        ["payment_id", "contract_id", "customer_id", "customer_name", "product_name"]
+        + ["due_month", "amount", "status", "paid_date"],
+    ),
+}
+
+_AGGREGATE_LABELS = {"sum": "합계", "avg": "평균", "min": "최소", "max": "최대", "count": "건수"}
+
+
+@dataclass(frozen=True)
+class AgeBand:
+    """An age group value: ages lo..hi inclusive (hi None: "60대 이상")."""
+
+    lo: int
+    hi: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.lo}대" if self.hi is not None else f"{self.lo}대 이상"
+
+
+@dataclass(frozen=True)
+class Filter:
+    field: str
+    op: str
+    value: Any  # typed: str, int, date, AgeBand, None, or a tuple of those for in/not_in/between
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    fn: str
+    field: str | None
+    alias: str
+
+
+@dataclass(frozen=True)
+class OrderBy:
+    key: str  # a field, or (grouped plans) an aggregate alias
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    entity: str
+    fields: tuple[str, ...] = ()
+    filters: tuple[Filter, ...] = ()
+    group_by: tuple[str, ...] = ()
+    aggregates: tuple[Aggregate, ...] = ()
+    order_by: tuple[OrderBy, ...] = ()
+    limit: int = DEFAULT_LIMIT
+
+    @property
+    def spec(self) -> EntitySpec:
+        return ENTITIES[self.entity]
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.group_by or self.aggregates)
+
+    def referenced_fields(self) -> dict[str, str]:
+        """Every field the plan uses -> how ("select", or "filter"/"group"/"aggregate"/"sort")."""
+        used: dict[str, str] = {name: "select" for name in self.fields}
+        for item in self.filters:
+            used[item.field] = "filter"
+        for name in self.group_by:
+            used[name] = "group"
+        for agg in self.aggregates:
+            if agg.field:
+                used[agg.field] = "aggregate"
+        aliases = {agg.alias for agg in self.aggregates}
+        for order in self.order_by:
+            if order.key not in aliases:
+                used[order.key] = "sort"
+        return used
+
+    def as_dict(self) -> dict:
+        """The normalised plan in the input's JSON shape (clamped limit, typed values as text)."""
+        return {
+            "entity": self.entity,
+            "fields": list(self.fields),
+            "filters": [
+                {"field": f.field, "op": f.op, "value": _value_json(f.value)} for f in self.filters
+            ],
+            "group_by": list(self.group_by),
+            "aggregates": [{"fn": a.fn, "field": a.field, "as": a.alias} for a in self.aggregates],
+            "order_by": [
+                {"field": o.key, "direction": "desc" if o.descending else "asc"}
+                for o in self.order_by
+            ],
+            "limit": self.limit,
+        }
+
+
+def aggregate_label(plan: Plan, aggregate: Aggregate) -> str:
+    if aggregate.field is None:
+        return "건수"
+    return f"{plan.spec.fields[aggregate.field].label} {_AGGREGATE_LABELS[aggregate.fn]}"
+
+
+def default_alias(fn: str, field: str | None) -> str:
+    if field is None:
+        return "count"
+    if fn == "sum":
+        return f"total_{field}"
+    return f"{fn}_{field}"
+
+
+def clamp_limit(value: object) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanError("limit은 정수여야 합니다 (1~100).", code="bad_limit")
+    return min(max(value, 1), MAX_LIMIT)
+
+
+def plan_parse(raw: object) -> Plan:
+    """Validate the parser's plan dict; raise PlanError naming the first problem."""
+    if not isinstance(raw, dict):
+        raise PlanError("질의 계획은 JSON 객체여야 합니다.")
+    unknown = sorted(str(key) for key in raw if key not in PLAN_KEYS)
+    if unknown:
+        raise PlanError(f"알 수 없는 계획 항목입니다: {', '.join(unknown)}")
+    entity_name = raw.get("entity")
+    if not isinstance(entity_name, str) or entity_name not in ENTITIES:
+        raise PlanError(
+            f"알 수 없는 조회 대상입니다: {_show(entity_name)} "
+            f"(가능한 대상: {', '.join(ENTITIES)})",
+            code="unknown_entity",
+        )
+    spec = ENTITIES[entity_name]
+
+    group_by = _names(spec, raw.get("group_by"), "group_by", MAX_GROUP_BY)
+    aggregates = _aggregates(spec, raw.get("aggregates"), group_by)
+    grouped = bool(group_by or aggregates)
+    fields = _names(spec, raw.get("fields"), "fields", len(spec.fields))
+    if grouped:
+        extra = [name for name in fields if name not in group_by]
+        if extra:
+            raise PlanError(
+                "집계 질의에서는 group_by에 있는 필드만 선택할 수 있습니다: " + ", ".join(extra)
+            )
+        fields = ()
+    filters = _filters(spec, raw.get("filters"))
+    order_by = _order_by(spec, raw.get("order_by"), group_by, aggregates, grouped)
+    return Plan(
+        entity=entity_name,
+        fields=fields,
+        filters=filters,
+        group_by=group_by,
+        aggregates=aggregates,
+        order_by=order_by,
+        limit=clamp_limit(raw.get("limit")),
+    )
+
+
+# --- parts ----------------------------------------------------------------------------------
+
+
+def _list(value: object, what: str, cap: int) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise PlanError(f"{what}은(는) 목록이어야 합니다.")
+    if len(value) > cap:
+        raise PlanError(f"{what} 항목이 너무 많습니다 (최대 {cap}개).", code="too_many")
+    return list(value)
+
+
+def _field(spec: EntitySpec, name: object, what: str) -> FieldSpec:
+    if isinstance(name, str) and name in spec.fields:
+        return spec.fields[name]
+    raise PlanError(
+        f"{spec.label}({spec.name})에 없는 필드입니다: {_show(name)} ({what}). "
+        f"쓸 수 있는 필드: {', '.join(spec.fields)}",
+        code="unknown_field",
+    )
+
+
+def _names(spec: EntitySpec, value: object, what: str, cap: int) -> tuple[str, ...]:
+    names = [_field(spec, name, what).name for name in _list(value, what, cap)]
+    return tuple(dict.fromkeys(names))
+
+
+def _dict(item: object, keys: tuple[str, ...], what: str) -> dict:
+    if not isinstance(item, dict):
+        raise PlanError(f"{what} 항목은 JSON 객체여야 합니다.")
+    unknown = sorted(str(key) for key in item if key not in keys)
+    if unknown:
+        raise PlanError(f"{what} 항목에 알 수 없는 키가 있습니다: {', '.join(unknown)}")
+    return item
+
+
+def _aggregates(spec: EntitySpec, value: object, group_by: tuple[str, ...]):
+    result: list[Aggregate] = []
+    for item in _list(value, "aggregates", MAX_AGGREGATES):
+        item = _dict(item, ("fn", "field", "as"), "aggregates")
+        fn = item.get("fn")
+        if fn not in AGGREGATE_FNS:
+            raise PlanError(
+                f"알 수 없는 집계 함수입니다: {_show(fn)} (가능: {', '.join(AGGREGATE_FNS)})",
+                code="unknown_aggregate",
+            )
+        field = item.get("field")
+        if field is None:
+            if fn != "count":
+                raise PlanError(f"{fn} 집계에는 필드가 필요합니다.")
+        else:
+            kind = _field(spec, field, "aggregates").kind
+            if fn in ("sum", "avg") and kind not in _SUMMABLE:
+                raise PlanError(f"{fn} 집계는 숫자 필드에만 쓸 수 있습니다: {field}")
+            if fn in ("min", "max") and kind not in _ORDERABLE_AGGREGATE:
+                raise PlanError(f"{fn} 집계를 이 필드에 쓸 수 없습니다: {field}")
+        alias = item.get("as") or default_alias(fn, field)
+        if not isinstance(alias, str) or not _ALIAS.match(alias):
+            raise PlanError(f"집계 별칭이 올바르지 않습니다: {_show(alias)} (영문 소문자·숫자·_)")
+        if alias in spec.fields or any(a.alias == alias for a in result):
+            raise PlanError(f"집계 별칭이 필드명이나 다른 별칭과 겹칩니다: {alias}")
+        result.append(Aggregate(fn=fn, field=field, alias=alias))
+    return tuple(result)
+
+
+def _filters(spec: EntitySpec, value: object) -> tuple[Filter, ...]:
+    result = []
+    for item in _list(value, "filters", MAX_FILTERS):
+        item = _dict(item, ("field", "op", "value"), "filters")
+        field = _field(spec, item.get("field"), "filters")
+        op = item.get("op")
+        if op not in OPS:
+            raise PlanError(
+                f"알 수 없는 연산자입니다: {_show(op)} (가능: {', '.join(OPS)})",
+                code="unknown_op",
+            )
+        if op not in _OPS_BY_KIND[field.kind]:
+            raise PlanError(f"{field.label}({field.name}) 필드에는 {op} 연산을 쓸 수 없습니다.")
+        if "value" not in item:
+            raise PlanError(f"{field.name} 조건에 값(value)이 없습니다.")
+        value = _filter_value(field, op, item["value"])
+        result.append(Filter(field=field.name, op=op, value=value))
+    return tuple(result)
+
+
+def _filter_value(field: FieldSpec, op: str, raw: object):
+    if op in ("in", "not_in"):
+        if not isinstance(raw, list | tuple) or not raw:
+            raise PlanError(f"{op} 조건의 값은 비어 있지 않은 목록이어야 합니다: {field.name}")
+        if len(raw) > MAX_IN_VALUES:
+            raise PlanError(
+                f"{op} 목록의 값이 너무 많습니다 (최대 {MAX_IN_VALUES}개): {field.name}",
+                code="too_many",
+            )
+        return tuple(dict.fromkeys(_scalar(field, item) for item in raw))
+    if op == "between":
+        if not isinstance(raw, list | tuple) or len(raw) != 2:
+            raise PlanError(f"between 조건의 값은 [시작, 끝] 두 개여야 합니다: {field.name}")
+        lo, hi = (_scalar(field, item) for item in raw)
+        lo_key = lo.lo if isinstance(lo, AgeBand) else lo
+        hi_key = hi.lo if isinstance(hi, AgeBand) else hi
+        if lo_key > hi_key:
+            raise PlanError(f"between 범위의 시작이 끝보다 큽니다: {field.name}")
+        return (lo, hi)
+    if raw is None:
+        if op in ("eq", "ne") and field.nullable:
+            return None
+        raise PlanError(f"{field.label}({field.name}) 조건에 값이 없습니다.")
+    return _scalar(field, raw)
+
+
+def _scalar(field: FieldSpec, raw: object):
+    kind = field.kind
+    if kind in (Kind.INT, Kind.AGE):
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise PlanError(f"{field.label}({field.name}) 값은 정수여야 합니다: {_show(raw)}")
+        if abs(raw) > MAX_ABS_INT:
+            raise PlanError(f"{field.label}({field.name}) 값이 너무 큽니다.")
+        return raw
+    if not isinstance(raw, str):
+        raise PlanError(f"{field.label}({field.name}) 값은 문자열이어야 합니다: {_show(raw)}")
+    if len(raw) > MAX_STRING or _CONTROL.search(raw):
+        raise PlanError(f"{field.label}({field.name}) 값이 너무 길거나 제어 문자를 담고 있습니다.")
+    if kind is Kind.DATE:
+        try:
+            if not _DATE.match(raw):
+                raise ValueError
+            return dt.date.fromisoformat(raw)
+        except ValueError:
+            raise PlanError(
+                f"{field.label}({field.name}) 값은 YYYY-MM-DD 날짜여야 합니다: {_show(raw)}"
+            ) from None
+    if kind is Kind.MONTH:
+        if not _MONTH.match(raw):
+            raise PlanError(
+                f"{field.label}({field.name}) 값은 YYYY-MM 월이어야 합니다: {_show(raw)}"
+            )
+        return raw
+    if kind is Kind.AGE_GROUP:
+        match = _AGE_GROUP.match(raw.strip())
+        if not match:
+            raise PlanError(f"연령대 값은 '30대'처럼 써야 합니다: {_show(raw)}")
+        lo = int(match.group(1)) * 10
+        return AgeBand(lo=lo, hi=None if match.group(2) else lo + 9)
+    return raw
+
+
+def _order_by(spec, value, group_by, aggregates, grouped) -> tuple[OrderBy, ...]:
+    aliases = {agg.alias for agg in aggregates}
+    result = []
+    for item in _list(value, "order_by", MAX_ORDER_BY):
+        item = _dict(item, ("field", "direction"), "order_by")
+        key = item.get("field")
+        direction = item.get("direction") or "asc"
+        if not isinstance(direction, str) or direction.lower() not in ("asc", "desc"):
+            raise PlanError(f"정렬 방향은 asc 또는 desc여야 합니다: {_show(direction)}")
+        if grouped:
+            if key not in aliases and key not in group_by:
+                raise PlanError(
+                    f"집계 질의는 group_by 필드나 집계 별칭으로만 정렬할 수 있습니다: {_show(key)}",
+                    code="unknown_field",
+                )
+        else:
+            _field(spec, key, "order_by")
+        if any(o.key == key for o in result):
+            continue
+        result.append(OrderBy(key=key, descending=direction.lower() == "desc"))
+    return tuple(result)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _value_json(value: object):
+    if isinstance(value, tuple):
+        return [_value_json(item) for item in value]
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, AgeBand):
+        return value.label
+    return value

@@ -1,0 +1,258 @@
+"""The KB VPD policy, defined once: which rows each role sees and how each column is shown.
+
+Everything that enforces the policy reads it from here: the data layer's row filter (Q objects), the
+PostgreSQL row-level security policies (`rls_statements`) and the column masks applied to answers.
+
+Decisions beyond the dataset README: a column may be filtered, sorted, grouped or aggregated only
+when the role sees it in full (otherwise the answer would reveal the hidden value); age and
+age_group derive from birth_date and for hq_analyst are computed from the birth YEAR only
+(age = as-of year - birth year), which tells nothing the year does not.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import StrEnum
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.db.models import Q
+
+from kb.models import Contract, Customer, PremiumPayment, Stakeholder
+
+PLANNER = Stakeholder.Role.PLANNER.value
+BRANCH_MANAGER = Stakeholder.Role.BRANCH_MANAGER.value
+HQ_ANALYST = Stakeholder.Role.HQ_ANALYST.value
+
+
+class PolicyRefused(PermissionDenied):
+    """The stakeholder may not query the KB at all (HTTP 403); raised before any KB query."""
+
+    def __init__(self, message: str, *, reason: str):
+        super().__init__(message)
+        self.message = message
+        self.reason = reason  # machine-readable: unknown_stakeholder, suspended, unknown_role, …
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class RowScope(StrEnum):
+    OWN = "own"  # customers.planner_id = the stakeholder
+    BRANCH = "branch"  # customers.branch_id = the stakeholder's branch
+    ALL = "all"
+
+
+class Mask(StrEnum):
+    FULL = "full"
+    NAME = "name"  # 김민준 -> 김**
+    PHONE_MIDDLE = "phone_middle"  # 010-1234-5678 -> 010-****-5678
+    RRN_FIRST8 = "rrn_first8"  # 870211-2076141 -> 870211-2******
+    YEAR_ONLY = "year_only"  # 1987-02-11 -> "1987"
+    WITHHELD = "withheld"  # never returned (null)
+    # Derived from birth_date and computed from its YEAR only, so it reveals nothing the role cannot
+    # already see (hq_analyst: age = as-of year - birth year).
+    FROM_BIRTH_YEAR = "from_birth_year"
+
+
+# Row policy: customers visible per role; contracts and payments follow their customer.
+ROW_SCOPES: dict[str, RowScope] = {
+    PLANNER: RowScope.OWN,
+    BRANCH_MANAGER: RowScope.BRANCH,
+    HQ_ANALYST: RowScope.ALL,
+}
+
+# Column policy: the dataset README's table; a column named here means the same data in every
+# entity that has it (customer_name appears in contracts and payments too).
+MASKED_COLUMNS: dict[str, dict[str, Mask]] = {
+    "customer_name": {PLANNER: Mask.FULL, BRANCH_MANAGER: Mask.FULL, HQ_ANALYST: Mask.NAME},
+    "phone": {PLANNER: Mask.FULL, BRANCH_MANAGER: Mask.PHONE_MIDDLE, HQ_ANALYST: Mask.WITHHELD},
+    "rrn": {PLANNER: Mask.RRN_FIRST8, BRANCH_MANAGER: Mask.RRN_FIRST8, HQ_ANALYST: Mask.WITHHELD},
+    "birth_date": {PLANNER: Mask.FULL, BRANCH_MANAGER: Mask.FULL, HQ_ANALYST: Mask.YEAR_ONLY},
+    # Derived from birth_date: never finer than what the role sees of birth_date.
+    "age": {PLANNER: Mask.FULL, BRANCH_MANAGER: Mask.FULL, HQ_ANALYST: Mask.FROM_BIRTH_YEAR},
+    "age_group": {
+        PLANNER: Mask.FULL,
+        BRANCH_MANAGER: Mask.FULL,
+        HQ_ANALYST: Mask.FROM_BIRTH_YEAR,
+    },
+}
+
+_PARTIES = ("customer_id", "customer_name", "planner_id", "planner_name", "branch_id")
+_PARTIES += ("branch_name", "grade")
+_PRODUCT = ("product_code", "product_name", "category")
+
+# Every column each entity may return. "All other columns" of the README are these minus the masked
+# ones; a column not listed here is unknown to the policy and is never returned.
+ENTITY_COLUMNS: dict[str, frozenset[str]] = {
+    "customers": frozenset(
+        _PARTIES + ("birth_date", "gender", "phone", "rrn", "joined_on", "age", "age_group")
+    ),
+    "contracts": frozenset(
+        ("contract_id",)
+        + _PARTIES
+        + _PRODUCT
+        + ("status", "start_date", "end_date", "monthly_premium", "sum_insured", "payment_day")
+    ),
+    "premium_payments": frozenset(
+        ("payment_id", "contract_id")
+        + _PARTIES
+        + _PRODUCT
+        + ("due_month", "due_date", "amount", "status", "paid_date")
+    ),
+}
+
+# Masks under which a column may be filtered, sorted, grouped or aggregated: any other mask would
+# let a caller infer the hidden value (e.g. `rrn between ...` narrows down a masked RRN).
+COMPARABLE_MASKS = frozenset({Mask.FULL, Mask.FROM_BIRTH_YEAR})
+
+_ROLE_LABELS = dict(Stakeholder.Role.choices)
+
+
+def check_stakeholder_allowed(stakeholder: Stakeholder | None) -> RowScope:
+    """The stakeholder's row scope; PolicyRefused (no query is made) if it may see nothing."""
+    if stakeholder is None or not stakeholder.pk:
+        raise PolicyRefused("알 수 없는 사용자입니다: 조회 권한 없음", reason="unknown_stakeholder")
+    if stakeholder.status != Stakeholder.Status.ACTIVE:
+        raise PolicyRefused("정지된 사용자입니다: 조회 권한 없음", reason="suspended")
+    scope = ROW_SCOPES.get(stakeholder.role)
+    if scope is None:
+        raise PolicyRefused("이 역할에는 조회 권한이 없습니다", reason="unknown_role")
+    if scope is RowScope.BRANCH and not stakeholder.branch_id:
+        raise PolicyRefused("지점이 지정되지 않은 지점장입니다: 조회 권한 없음", reason="no_branch")
+    return scope
+
+
+def visible_customers_q(stakeholder: Stakeholder, *, customer_path: str = "") -> Q:
+    """The row policy as an ORM filter; `customer_path` leads from the entity to its customer."""
+    scope = check_stakeholder_allowed(stakeholder)
+    prefix = f"{customer_path}__" if customer_path else ""
+    if scope is RowScope.OWN:
+        return Q(**{f"{prefix}planner_id": stakeholder.pk})
+    if scope is RowScope.BRANCH:
+        return Q(**{f"{prefix}branch_id": stakeholder.branch_id})
+    return Q()
+
+
+def column_mask(role: str, entity: str, column: str) -> Mask | None:
+    """How `role` sees `column` of `entity`; None if the policy does not know it (not returned)."""
+    if role not in ROW_SCOPES or column not in ENTITY_COLUMNS.get(entity, ()):
+        return None
+    rules = MASKED_COLUMNS.get(column)
+    if rules is None:
+        return Mask.FULL
+    return rules.get(role)
+
+
+def role_label(role: str) -> str:
+    return str(_ROLE_LABELS.get(role, role))
+
+
+# --- masking values -------------------------------------------------------------------------
+
+_DIGIT = re.compile(r"\d")
+
+
+def mask_value(mask: Mask, value: object) -> object:
+    """Apply one column mask to one value (None stays None)."""
+    if value is None or mask in (Mask.FULL, Mask.FROM_BIRTH_YEAR):
+        return value
+    if mask is Mask.WITHHELD:
+        return None
+    if mask is Mask.YEAR_ONLY:
+        if isinstance(value, dt.date):
+            return f"{value.year:04d}"
+        return str(value)[:4]
+    text = str(value)
+    if mask is Mask.NAME:
+        return text[:1] + "*" * (len(text) - 1)
+    if mask is Mask.RRN_FIRST8:
+        return text[:8] + "*" * max(len(text) - 8, 0)
+    if mask is Mask.PHONE_MIDDLE:
+        parts = text.split("-")
+        if len(parts) == 3:
+            return "-".join((parts[0], "*" * len(parts[1]), parts[2]))
+        # Unformatted numbers: keep the first three and the last four digits.
+        return text[:3] + _DIGIT.sub("*", text[3:-4]) + text[-4:] if len(text) > 7 else "*" * 4
+    return None  # an unknown mask fails closed
+
+
+# --- PostgreSQL row-level security ------------------------------------------------------------
+
+CONTEXT_STAKEHOLDER = "hyperbook.stakeholder_id"
+CONTEXT_MAINTENANCE = "hyperbook.kb_maintenance"  # set (transaction-local) by the loader only
+RLS_POLICY = "kb_vpd_select"
+RLS_MAINTENANCE_POLICY = "kb_owner_maintenance"
+
+
+def _rls_tables() -> list[tuple[str, str]]:
+    """(table, USING expression) for each protected table, in dependency order."""
+    customer = Customer._meta.db_table
+    contract = Contract._meta.db_table
+    payment = PremiumPayment._meta.db_table
+    # The database decides role, branch and status from its own stakeholder row; the context only
+    # names the stakeholder. Each subquery is uncorrelated, so it runs once per query, not per row.
+    # Identifiers come from model metadata and constants, never from input.
+    principal = (
+        f"FROM {Stakeholder._meta.db_table} s"  # noqa: S608
+        f" WHERE s.stakeholder_id = current_setting('{CONTEXT_STAKEHOLDER}', true)"
+        f" AND s.status = '{Stakeholder.Status.ACTIVE.value}' AND s.role = '{{role}}'"
+    )
+    scope_sql = {
+        RowScope.OWN: f"{customer}.planner_id = (SELECT s.stakeholder_id {principal})",
+        RowScope.BRANCH: f"{customer}.branch_id = (SELECT s.branch_id {principal})",
+        RowScope.ALL: f"EXISTS (SELECT 1 {principal})",
+    }
+    customer_using = " OR ".join(
+        f"({scope_sql[scope].format(role=role)})" for role, scope in ROW_SCOPES.items()
+    )
+    # Contracts and payments are visible iff their customer is: these subqueries read
+    # RLS-protected tables, so the customer policy applies inside them too.
+    contract_using = f"{contract}.customer_id IN (SELECT customer_id FROM {customer})"  # noqa: S608
+    payment_using = f"{payment}.contract_id IN (SELECT contract_id FROM {contract})"  # noqa: S608
+    return [(customer, customer_using), (contract, contract_using), (payment, payment_using)]
+
+
+def rls_statements() -> list[str]:
+    """SQL that (re)creates the RLS policies; idempotent. Run by the table owner."""
+    maintenance = f"current_setting('{CONTEXT_MAINTENANCE}', true) = 'on'"
+    statements = []
+    for table, using in _rls_tables():
+        statements += [
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            # FORCE: the owner is bound too, so a read that forgets the reader role sees nothing.
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"DROP POLICY IF EXISTS {RLS_POLICY} ON {table}",
+            f"CREATE POLICY {RLS_POLICY} ON {table} FOR SELECT TO PUBLIC USING ({using})",
+            # The owner may write (the demo loader) only when it says so for one transaction.
+            f"DROP POLICY IF EXISTS {RLS_MAINTENANCE_POLICY} ON {table}",
+            f"CREATE POLICY {RLS_MAINTENANCE_POLICY} ON {table} FOR ALL TO CURRENT_USER"
+            f" USING ({maintenance}) WITH CHECK ({maintenance})",
+        ]
+    return statements
+
+
+def rls_drop_statements() -> list[str]:
+    statements = []
+    for table, _using in reversed(_rls_tables()):
+        statements += [
+            f"DROP POLICY IF EXISTS {RLS_POLICY} ON {table}",
+            f"DROP POLICY IF EXISTS {RLS_MAINTENANCE_POLICY} ON {table}",
+            f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+        ]
+    return statements
+
+
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def reader_role() -> str:
+    """The PostgreSQL role KB reads run as (settings.KB_DB_READER_ROLE), checked to be plain."""
+    name = getattr(settings, "KB_DB_READER_ROLE", "") or ""
+    if not _ROLE_NAME.match(name):
+        raise ImproperlyConfigured(
+            "KB_DB_READER_ROLE must be a lower-case PostgreSQL role name ([a-z_][a-z0-9_]*)"
+        )
+    return name

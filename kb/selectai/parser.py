@@ -1,0 +1,987 @@
+"""Turn a Korean (or English) question about the KB demo into a structured query plan.
+
+The plan (see `parse_prompt`) is executed by the data layer, which applies the VPD policy; the
+prompt can narrow a question but never widen the asker's scope, and no SQL is produced here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from . import dates
+from .dates import Period, add_months, month_start, months_period
+from .lexicon import Match
+from .periods import PeriodResolver
+from .recognise import NumberMention, recognise
+from .vocabulary import Vocabulary
+
+log = logging.getLogger(__name__)
+
+MAX_PROMPT_CHARS = 2000
+MAX_WORD_CHARS = 64
+DEFAULT_TOP_N = 10
+
+CUSTOMERS, CONTRACTS, PAYMENTS = "customers", "contracts", "premium_payments"
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    CUSTOMERS: ("customer_id", "customer_name", "birth_date", "gender", "phone", "rrn",
+                "planner_id", "planner_name", "branch_id", "branch_name", "grade", "joined_on",
+                "age", "age_group"),
+    CONTRACTS: ("contract_id", "customer_id", "customer_name", "planner_id", "planner_name",
+                "branch_id", "branch_name", "grade", "product_code", "product_name", "category",
+                "status", "start_date", "end_date", "monthly_premium", "sum_insured",
+                "payment_day"),
+    PAYMENTS: ("payment_id", "contract_id", "customer_id", "customer_name", "planner_id",
+               "planner_name", "branch_id", "branch_name", "grade", "product_code",
+               "product_name", "category", "due_month", "due_date", "amount", "status",
+               "paid_date"),
+}  # fmt: skip
+
+CUSTOMER_DETAIL_FIELDS = ["customer_id", "customer_name", "birth_date", "age", "gender", "phone",
+                          "rrn", "grade", "planner_id", "planner_name", "branch_id",
+                          "branch_name", "joined_on"]  # fmt: skip
+
+# Columns that identify a row, shown before any column a question asks for.
+IDENTITY_FIELDS: dict[str, list[str]] = {
+    CUSTOMERS: ["customer_id", "customer_name"],
+    CONTRACTS: ["contract_id", "customer_id", "customer_name", "product_name"],
+    PAYMENTS: ["payment_id", "contract_id", "customer_name", "due_month"],
+}
+
+# Grouping dimension -> plan fields (ids kept next to names so equal names never merge).
+DIM_FIELDS: dict[str, list[str]] = {
+    "branch": ["branch_id", "branch_name"],
+    "planner": ["planner_id", "planner_name"],
+    "product": ["product_code", "product_name"],
+    "category": ["category"],
+    "grade": ["grade"],
+    "status": ["status"],
+    "gender": ["gender"],
+    "age_group": ["age_group"],
+    "customer": ["customer_id", "customer_name"],
+    "contract": ["contract_id"],
+    "month": ["due_month"],
+}
+DIM_LABELS = {"branch": "지점", "planner": "설계사", "product": "상품", "category": "카테고리",
+              "grade": "등급", "status": "상태", "gender": "성별", "age_group": "연령대",
+              "customer": "고객", "contract": "계약", "month": "월"}  # fmt: skip
+RANKABLE_DIMS = {"planner", "branch", "product", "category", "grade"}
+UNIT_COUNTERS = {"customer": "명", "planner": "명", "branch": "곳"}
+# Dimensions whose natural order is the key itself (a time series, an age ladder).
+ORDERED_DIMS = {"month", "age_group"}
+
+SCOPE_BY_ROLE = {"planner": "담당 고객 기준", "branch_manager": "우리 지점 기준",
+                 "hq_analyst": "전사 기준"}  # fmt: skip
+DEFAULT_SCOPE = "조회 권한 범위 기준"
+
+MEASURE_LABELS = {"amount": "보험료", "monthly_premium": "월보험료", "sum_insured": "가입금액",
+                  "age": "나이"}  # fmt: skip
+AGG_LABELS = {"sum": "합계", "avg": "평균", "min": "최소", "max": "최대", "count": "수"}
+
+HELP_EXAMPLES = [
+    "담당 고객 목록 보여줘",
+    "고객 C0001 상세 정보",
+    "이번 달 미납 보험료",
+    "최근 3개월 자동차보험 납입 내역",
+    "다음 달 만기 예정 계약",
+    "지점별 월보험료 합계",
+    "보험료 상위 5명 고객",
+    "연령대별 고객 수",
+    "VIP 고객의 유지 계약",
+]
+
+_SQL = re.compile(
+    r"\bselect\s+(?:\*|distinct\b|count\s*\()|\bselect\b[^;]{0,200}?\bfrom\b[^;]{0,200}?"
+    r"(?:\bwhere\b|\bjoin\b|;|=|\blimit\b)|\b(?:drop|truncate|alter)\s+(?:table|database|schema)\b"
+    r"|\binsert\s+into\b|\bdelete\s+from\b|\bupdate\s+\w+\s+set\b|\bunion\s+(?:all\s+)?select\b"
+    r"|;\s*(?:select|drop|delete|update|insert|alter|grant|truncate)\b|'\s*or\s+'?1'?\s*=\s*'?1"
+    r"|\bor\s+1\s*=\s*1\b|--\s*$|/\*|\bexec(?:ute)?\s*\(|\bgrant\s+all\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+@dataclass
+class ParseResult:
+    """plan: the query plan for the data layer, or None when the prompt could not be mapped.
+    interpretation: Korean summary/family/scope/understood (+ ignored, notes) for the user.
+    help: {"message", "examples"} when plan is None."""
+
+    plan: dict | None
+    interpretation: dict
+    help: dict | None = None
+
+
+class _Unmappable(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry point
+
+
+def parse_prompt(
+    prompt: str, *, vocabulary: Vocabulary, as_of: dt.date, role: str, limit: int
+) -> ParseResult:
+    """Parse a question into {entity, fields, filters, group_by, aggregates, order_by, limit}.
+
+    Never raises: anything it cannot map (or any internal error) yields plan=None plus help.
+    `role` only changes how the scope is phrased; the data layer applies the actual policy.
+    """
+    scope = SCOPE_BY_ROLE.get(role if isinstance(role, str) else "", DEFAULT_SCOPE)
+    try:
+        default_limit = _clamp_limit(limit)
+        text = _normalise(prompt)
+        if not text:
+            raise _Unmappable("질문이 비어 있습니다.")
+        if _SQL.search(text):
+            raise _Unmappable(
+                "SQL 문은 실행하지 않습니다. 알고 싶은 내용을 자연어로 물어봐 주세요."
+            )
+        return _Builder(text, vocabulary, as_of, scope, default_limit).build()
+    except _Unmappable as exc:
+        return _help_result(exc.message, scope)
+    except Exception:  # the tool must answer even if a rule above has a bug
+        log.exception("selectai parse failed")
+        return _help_result(
+            "질문을 해석하는 중 문제가 생겼습니다. 다른 표현으로 물어봐 주세요.", scope
+        )
+
+
+def help_examples() -> list[str]:
+    return list(HELP_EXAMPLES)
+
+
+def _help_result(message: str, scope: str) -> ParseResult:
+    interpretation = {
+        "summary": f"해석할 수 없는 질문입니다, {scope}",
+        "family": "unknown",
+        "scope": scope,
+        "understood": [],
+    }
+    help_ = {
+        "message": f"{message} 고객·계약·보험료(납입/미납)에 대한 질문을 이해할 수 있습니다.",
+        "examples": help_examples(),
+    }
+    return ParseResult(plan=None, interpretation=interpretation, help=help_)
+
+
+def _clamp_limit(limit: object) -> int:
+    try:
+        value = int(limit)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        value = 50
+    return min(max(value, 1), 100)
+
+
+def _normalise(prompt: object) -> str:
+    if not isinstance(prompt, str):
+        return ""
+    text = prompt[: MAX_PROMPT_CHARS * 2]
+    # NFKC folds full-width digits/letters (５월, ＶＩＰ) into ASCII. Invisible format characters
+    # (zero-width, bidi marks) are dropped so "고\u200b객" reads as 고객; other control and
+    # separator characters become spaces.
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(_clean_char(ch) for ch in text)
+    # Kiwi's cost grows fast with the length of one unbroken word; real words are far shorter.
+    text = " ".join(word[:MAX_WORD_CHARS] for word in text.split())
+    return text[:MAX_PROMPT_CHARS]
+
+
+def _clean_char(ch: str) -> str:
+    category = unicodedata.category(ch)
+    if category == "Cf":
+        return ""
+    return " " if category[0] in "CZ" else ch
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan building
+
+
+class _Builder:
+    """Builds the plan for one prompt: entity, filters, shape (rows/groups/top-N), wording."""
+
+    def __init__(self, text: str, vocabulary: Vocabulary, as_of: dt.date, scope: str, limit: int):
+        if not isinstance(as_of, dt.date):
+            as_of = dt.date.today()
+        if isinstance(as_of, dt.datetime):
+            as_of = as_of.date()
+        self.text = text
+        self.vocabulary = vocabulary
+        self.as_of = as_of
+        self.scope = scope
+        self.default_limit = limit
+        self.tokens, self.f = recognise(text, vocabulary)
+        self.periods = PeriodResolver(self.f, self.tokens, as_of)
+        self.understood: list[str] = []
+        self.ignored: list[str] = []
+        self.notes: list[str] = []
+        self.applied_period: Period | None = None  # the period a filter was built from
+        self._grouped: list[str] | None = None
+        self.rank_unit: str | None = None  # what a ranking ranks (customer, planner, ...)
+
+    # -- helpers over features ----------------------------------------------------------------
+
+    def _agg_fns(self) -> list[str]:
+        aggs = self.f.values("agg")
+        if self.f.has("how_much") and not aggs and not self.f.has("extreme"):
+            aggs = ["sum"]
+        return aggs
+
+    def _count_numbers(self) -> list[NumberMention]:
+        """'5명', '10건', 'top 5 customers' -- not thresholds such as '3건 이상'."""
+        return [n for n in self.f.numbers if n.unit == "count" and n.modifier not in _THRESHOLDS]
+
+    def _count_thresholds(self) -> list[NumberMention]:
+        return [n for n in self.f.numbers if n.unit == "count" and n.modifier in _THRESHOLDS]
+
+    def _grouped_dims(self) -> list[str]:
+        """Dimensions written as "X별", "by X", "X마다" (or 매월), in prompt order."""
+        if self._grouped is not None:
+            return self._grouped
+        group_marks = [m for _, m in self.f.kinds("group")]
+        dims: list[str] = []
+        for m in self.f.matches:
+            # One dimension per phrase: "계약 상태별" groups by status, not by contract too.
+            dim = next((v for k, v in m.payloads if k == "dim"), None) or next(
+                (v for k, v in m.payloads if k == "noun" and v in ("customer", "contract")), None
+            )
+            if dim is None:
+                continue
+            korean_suffix = any(g.first == m.last + 1 and not g.text.isascii() for g in group_marks)
+            english_prefix = any(
+                g.last + 1 == m.first and g.text.lower() in ("by", "per", "each")
+                for g in group_marks
+            )
+            if ("group", True) in m.payloads or korean_suffix or english_prefix:
+                dims.append(dim)
+        self._grouped = list(dict.fromkeys(dims))
+        return self._grouped
+
+    # -- build --------------------------------------------------------------------------------
+
+    def build(self) -> ParseResult:
+        f = self.f
+        if not self._has_domain_signal():
+            raise _Unmappable("질문에서 고객·계약·보험료와 관련된 내용을 찾지 못했습니다.")
+        if f.has("all") or f.has("bypass"):
+            self.notes.append(
+                f"'전체/모든/정책 무시' 같은 표현은 조회 범위를 넓히지 않습니다 ({self.scope})."
+            )
+
+        for written, read_as in f.corrected:
+            self.understood.append(f"'{written}'을(를) '{read_as}'(으)로 읽음")
+        grouped = self._grouped_dims()
+        rank = self._rank()
+        entity = self._entity(grouped, rank)
+        plan: dict = {
+            "entity": entity,
+            "fields": [],
+            "filters": [],
+            "group_by": [],
+            "aggregates": [],
+            "order_by": [],
+            "limit": self.default_limit,
+        }
+        period, period_field = self._period_filter(entity, plan)
+        self._vocabulary_filters(entity, plan)
+        self._comparison_filters(entity, plan)
+        family = self._shape(entity, plan, grouped, rank)
+        if period is not None and period_field is None:
+            self.ignored.append(f"기간 {dates.describe(period)}")
+        plan["limit"] = _clamp_limit(plan["limit"])
+        interpretation = self._interpretation(plan, family)
+        return ParseResult(plan=plan, interpretation=interpretation)
+
+    def _has_domain_signal(self) -> bool:
+        f = self.f
+        domain_kinds = ("noun", "measure", "pay_status", "contract_status", "expire", "product",
+                        "category", "branch", "planner", "grade", "history", "sold",
+                        "column")  # fmt: skip
+        return bool(
+            f.customer_ids
+            or f.contract_ids
+            or f.customer_names
+            or any(f.has(kind) for kind in domain_kinds)
+        )
+
+    # -- ranking ("상위 5명", "가장 많은", "최저") ----------------------------------------------
+
+    def _rank(self) -> dict | None:
+        f = self.f
+        ranks = f.kinds("rank")
+        sorts = f.kinds("sort")
+        extremes = f.kinds("extreme")
+        count_numbers = self._count_numbers()
+        direction = None
+        anchor = None
+        by_count = False  # ranked by a count because the question set a count threshold
+        if ranks:
+            value, anchor = ranks[0]
+            direction = "desc" if value == "top" else "asc"
+        elif sorts:
+            value, anchor = sorts[0]
+            direction = value
+        elif extremes and self._unit_candidates():
+            # "최고 보험료 고객" ranks customers; "최대 월보험료" alone is an aggregate (below).
+            value, anchor = extremes[0]
+            direction = "desc" if value == "max" else "asc"
+        elif self._count_thresholds() and self._unit_candidates():
+            # "계약 2건 이상인 고객": a plan cannot filter on a count, so rank by it instead and
+            # say so; the counts are in the result.
+            threshold = self._count_thresholds()[0]
+            first, last = threshold.first, threshold.last
+            anchor = Match((("sort", "desc"),), first, last, "")
+            sorts = [("desc", anchor)]
+            direction = "asc" if threshold.modifier in ("lt", "lte") else "desc"
+            by_count = True
+            self.ignored.append(
+                f"'{threshold.value}{threshold.counter or ''} {_OP_LABELS[threshold.modifier]}' "
+                "조건은 직접 적용할 수 없어 건수 순으로 정렬했습니다"
+            )
+        if direction is None:
+            return None
+        n = None
+        for number in count_numbers:
+            n = number.value
+            break
+        if n is None:
+            # "top 5", "상위 5": a bare number right next to the rank word
+            rank_words = [m for _, m in ranks + sorts + extremes]
+            for number in f.numbers:
+                if number.unit is None and any(
+                    number.first == m.last + 1 or number.last + 1 == m.first for m in rank_words
+                ):
+                    n = number.value
+                    break
+        if n is None and sorts and not ranks:
+            n = self.default_limit  # "높은 순으로" sorts; it does not cut the list short
+        if n is None:
+            n = 1 if (f.has("most") or extremes) else min(DEFAULT_TOP_N, self.default_limit)
+        return {"direction": direction, "n": max(1, n), "anchor": anchor, "by_count": by_count}
+
+    def _unit_candidates(self) -> list[tuple[int, str]]:
+        """Things a ranking can rank, by position: customers, contracts, planners, branches..."""
+        f = self.f
+        grouped = set(self._grouped_dims())
+        scope_words_end = {m.last for _, m in f.kinds("mine")} | {m.last for _, m in f.kinds("all")}
+        out: list[tuple[int, str]] = []
+        for m in f.matches:
+            for kind, value in m.payloads:
+                if kind == "noun" and value in ("customer", "contract"):
+                    # "담당 고객 중 ..." names the scope, not the thing being ranked.
+                    if value == "customer" and (m.first - 1) in scope_words_end:
+                        continue
+                    out.append((m.first, value))
+                elif kind == "dim" and value in RANKABLE_DIMS and value not in grouped:
+                    out.append((m.first, value))
+        return out
+
+    def _rank_unit(self, rank: dict) -> str:
+        """The ranked thing: the first candidate after the rank word ("많은 설계사"), else the
+        nearest before it ("customers with the highest ..."), else what the counter implies."""
+        candidates = self._unit_candidates()
+        anchor = rank["anchor"].first
+        after = [unit for position, unit in candidates if position > anchor]
+        before = [unit for position, unit in candidates if position < anchor]
+        if after:
+            return after[0]
+        if before:
+            return before[-1]
+        grouped = [d for d in self._grouped_dims() if d in RANKABLE_DIMS | {"customer"}]
+        if grouped:
+            return grouped[0]  # "설계사별 월보험료 합계 상위 3명"
+        counters = {n.counter for n in self._count_numbers()}
+        return "branch" if "곳" in counters else "customer"
+
+    # -- entity -------------------------------------------------------------------------------
+
+    def _entity(self, grouped: list[str], rank: dict | None) -> str:
+        """Which table answers the question. Most specific evidence first: a payment status means
+        premium_payments, 만기 or a contract measure means contracts, "보험료" means payments unless
+        it is a contract attribute, products/statuses mean contracts, anything else customers."""
+        f = self.f
+        nouns = set(f.values("noun"))
+        measures = set(f.values("measure"))
+        aggs = set(self._agg_fns()) | set(f.values("extreme"))
+        has_time = bool(f.kinds("time") or f.iso_periods or self.periods.numbers())
+        # "내역" means payment history unless it follows 계약 ("계약 내역") with no premium word.
+        paymentish = bool(
+            {"premium", "payment"} & nouns or (f.has("history") and "contract" not in nouns)
+        )
+        rank_unit = self.rank_unit = self._rank_unit(rank) if rank else None
+
+        if f.contract_ids:
+            return PAYMENTS if paymentish or f.has("pay_status") else CONTRACTS
+        if f.has("pay_status"):
+            return PAYMENTS
+        if f.has("expire"):
+            return CONTRACTS
+        if measures & {"monthly_premium", "sum_insured"}:
+            return CONTRACTS
+        if paymentish or "amount" in measures:
+            payment_words = "payment" in nouns or f.has("history") or "month" in grouped
+            if not payment_words and not has_time:
+                # A premium used as a contract attribute: "보험료 상위 5개 계약",
+                # "평균 보험료", "보험료 10만원 이상 계약".
+                if rank_unit == "contract":
+                    return CONTRACTS
+                if "contract" in nouns and (rank or self._money_numbers()):
+                    return CONTRACTS
+                if aggs & {"avg", "min", "max"} and "amount" not in measures:
+                    return CONTRACTS
+            return PAYMENTS
+        if (
+            "contract" in nouns
+            or f.has("sold")
+            or f.has("contract_status")
+            or f.has("product")
+            or f.has("category")
+            or {"product", "category", "contract"} & set(grouped)
+            or rank_unit in ("product", "category", "contract")
+        ):
+            return CONTRACTS
+        return CUSTOMERS
+
+    # -- filters ------------------------------------------------------------------------------
+
+    def _add_filter(self, entity: str, plan: dict, fld: str, op: str, value, label: str) -> bool:
+        if fld not in FIELDS[entity]:
+            self.ignored.append(label)
+            return False
+        plan["filters"].append({"field": fld, "op": op, "value": value})
+        self.understood.append(label)
+        return True
+
+    def _eq_or_in(self, entity: str, plan: dict, fld: str, values: list, label: str) -> None:
+        if not values:
+            return
+        if len(values) == 1:
+            self._add_filter(entity, plan, fld, "eq", values[0], label)
+        else:
+            self._add_filter(entity, plan, fld, "in", list(values), label)
+
+    def _vocabulary_filters(self, entity: str, plan: dict) -> None:
+        f, vocab = self.f, self.vocabulary
+        self._eq_or_in(entity, plan, "customer_id", f.customer_ids,
+                       "고객번호 " + ", ".join(f.customer_ids))  # fmt: skip
+        self._eq_or_in(entity, plan, "contract_id", f.contract_ids,
+                       "계약번호 " + ", ".join(f.contract_ids))  # fmt: skip
+        if f.customer_names and not f.customer_ids:
+            self._eq_or_in(entity, plan, "customer_name", f.customer_names,
+                           "고객명 " + ", ".join(f.customer_names))  # fmt: skip
+        products = [c for c in f.values("product") if c in vocab.products]
+        self._eq_or_in(entity, plan, "product_code", products,
+                       "상품 " + ", ".join(vocab.products[c].name for c in products))  # fmt: skip
+        categories = [c for c in f.values("category") if c in vocab.categories]
+        # "실손" (a 건강 product) plus "건강" says nothing new; keep the narrower product filter.
+        product_categories = {vocab.products[c].category for c in products}
+        categories = [c for c in categories if c not in product_categories]
+        self._eq_or_in(entity, plan, "category", categories,
+                       "카테고리 " + ", ".join(categories))  # fmt: skip
+        branches = [b for b in f.values("branch") if b in vocab.branches]
+        self._eq_or_in(entity, plan, "branch_id", branches,
+                       "지점 " + ", ".join(vocab.branches[b] for b in branches))  # fmt: skip
+        planners = [p for p in f.values("planner") if p in vocab.planners]
+        self._eq_or_in(entity, plan, "planner_id", planners,
+                       "설계사 " + ", ".join(vocab.planners[p] for p in planners))  # fmt: skip
+        grades = [g for g in f.values("grade") if g in vocab.grades]
+        self._eq_or_in(entity, plan, "grade", grades, "등급 " + ", ".join(grades))
+        genders = f.values("gender")
+        if len(genders) == 1 and "gender" not in self._grouped_dims():
+            label = "성별 " + ("여성" if genders[0] == "F" else "남성")
+            self._add_filter(entity, plan, "gender", "eq", genders[0], label)
+
+        if entity == PAYMENTS:
+            statuses = [s for s in f.values("pay_status") if s in vocab.payment_statuses]
+            self._eq_or_in(entity, plan, "status", statuses, "납입상태 " + ", ".join(statuses))
+            if f.values("contract_status"):
+                self.ignored.append("계약상태 " + ", ".join(f.values("contract_status")))
+        elif entity == CONTRACTS:
+            statuses = [s for s in f.values("contract_status") if s in vocab.contract_statuses]
+            if self._expire_mode() == "status" and "만기" in vocab.contract_statuses:
+                statuses.append("만기")
+            if self._expire_mode() == "expiring" and self._expiring_is_future():
+                statuses = statuses or (["유지"] if "유지" in vocab.contract_statuses else [])
+            statuses = list(dict.fromkeys(statuses))
+            self._eq_or_in(entity, plan, "status", statuses, "계약상태 " + ", ".join(statuses))
+        elif f.values("contract_status") or f.values("pay_status"):
+            self.ignored.append("상태 조건(고객 조회에는 상태가 없습니다)")
+
+        self._age_filters(entity, plan)
+
+    def _age_filters(self, entity: str, plan: dict) -> None:
+        """'30대' -> age_group, '60대 이상' -> the "60대 이상" band, '50세 이상' -> age."""
+        for number in self.f.numbers:
+            if number.unit == "decade":
+                decade, modifier = number.value, number.modifier
+                if modifier in ("gte", "gt") and decade == 60:
+                    self._add_filter(entity, plan, "age_group", "eq", "60대 이상", "60대 이상")
+                elif modifier in ("gte", "gt"):
+                    self._add_filter(entity, plan, "age", "gte", decade, f"{decade}대 이상")
+                elif modifier in ("lte", "lt"):
+                    self._add_filter(entity, plan, "age", "lte", decade + 9, f"{decade}대 이하")
+                elif decade < 60:
+                    self._add_filter(entity, plan, "age_group", "eq", f"{decade}대", f"{decade}대")
+                else:
+                    # Decades from 60 up share one band in the data, so filter on age itself.
+                    self._add_filter(entity, plan, "age", "between", [decade, decade + 9],
+                                     f"{decade}대")  # fmt: skip
+            elif number.unit == "age":
+                op = number.modifier if number.modifier in ("gte", "gt", "lte", "lt") else "eq"
+                self._add_filter(entity, plan, "age", op, number.value, f"나이 {number.value}세")
+
+    def _money_numbers(self) -> list[NumberMention]:
+        return [
+            n for n in self.f.numbers
+            if n.unit == "won" or (n.unit is None and n.value >= 1000 and n.modifier is not None)
+        ]  # fmt: skip
+
+    def _comparison_filters(self, entity: str, plan: dict) -> None:
+        f = self.f
+        english_cmp = {m.last + 1: v for v, m in f.kinds("cmp")}
+        measures = f.values("measure")
+        for number in self._money_numbers():
+            op = number.modifier if number.modifier in ("gte", "gt", "lte", "lt") else None
+            op = op or english_cmp.get(number.first) or self._cmp_after(number) or "gte"
+            if entity == CONTRACTS:
+                fld = "sum_insured" if "sum_insured" in measures else "monthly_premium"
+            elif entity == PAYMENTS:
+                fld = "amount"
+            else:
+                self.ignored.append(f"금액 조건 {number.value:,}원")
+                continue
+            label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원 {_OP_LABELS[op]}"
+            self._add_filter(entity, plan, fld, op, number.value, label)
+
+    def _cmp_after(self, number: NumberMention) -> str | None:
+        for value, m in self.f.kinds("cmp"):
+            if m.first == number.last + 1:
+                return value
+        return None
+
+    # -- periods ------------------------------------------------------------------------------
+
+    def _expire_mode(self) -> str | None:
+        """'expiring' (end_date ahead), 'status' (status 만기), or None without 만기."""
+        f = self.f
+        if not f.has("expire"):
+            return None
+        if f.has("expire", "future") or f.has("future"):
+            return "expiring"
+        if f.has("expire", "past"):
+            return "status"
+        period = self.periods.resolve(future=True)
+        if period is not None and period.end > self.as_of:
+            return "expiring"
+        return "status"
+
+    def _expiring_is_future(self) -> bool:
+        """Whether an expiring window looks ahead (then only in-force contracts are meant)."""
+        period = self.periods.resolve(future=True)
+        return period is None or period.end > self.as_of
+
+    def _period_filter(self, entity: str, plan: dict) -> tuple[Period | None, str | None]:
+        expire_mode = self._expire_mode() if entity == CONTRACTS else None
+        period = self.periods.resolve(future=expire_mode == "expiring")
+        if expire_mode == "expiring" and period is None:
+            # "만기 예정 계약" with no period: the next three calendar months.
+            start = add_months(month_start(self.as_of), 1)
+            period = months_period(start, add_months(start, 2), "향후 3개월")
+        if expire_mode == "expiring" and period.start < self.as_of < period.end:
+            # "올해 만기 예정": what is still ahead, from the as-of date.
+            period = Period(self.as_of, period.end, period.label, whole_months=False)
+        if period is None:
+            return None, None
+        if entity == PAYMENTS:
+            period = period.clipped(not_after=self.as_of)
+            if period.whole_months:
+                first, last = period.months()
+                if first == last:
+                    plan["filters"].append({"field": "due_month", "op": "eq", "value": first})
+                else:
+                    plan["filters"].append(
+                        {"field": "due_month", "op": "between", "value": [first, last]}
+                    )
+                fld = "due_month"
+            else:
+                plan["filters"].append(
+                    {"field": "due_date", "op": "between",
+                     "value": [period.start.isoformat(), period.end.isoformat()]}
+                )  # fmt: skip
+                fld = "due_date"
+            self.understood.append(f"납입월 {dates.describe(period)}")
+            self.applied_period = period
+            return period, fld
+        if entity == CONTRACTS:
+            statuses = set(self.f.values("contract_status"))
+            if expire_mode is not None:
+                fld, label = "end_date", "만기일"
+            elif statuses & {"해지", "실효"} and not self.f.has("new"):
+                # There is no termination/lapse date column; do not guess with start_date.
+                return period, None
+            else:
+                fld, label = "start_date", "계약 시작일"
+                period = period.clipped(not_after=self.as_of)
+        else:
+            fld, label = "joined_on", "가입일"
+            period = period.clipped(not_after=self.as_of)
+        plan["filters"].append(
+            {"field": fld, "op": "between",
+             "value": [period.start.isoformat(), period.end.isoformat()]}
+        )  # fmt: skip
+        self.understood.append(f"{label} {dates.describe(period)}")
+        self.applied_period = period
+        return period, fld
+
+    # -- shape: rows, groups, aggregates, order, limit ----------------------------------------
+
+    def _measure_field(self, entity: str) -> str | None:
+        measures = self.f.values("measure")
+        if entity == PAYMENTS:
+            return "amount"
+        if entity == CONTRACTS:
+            return "sum_insured" if "sum_insured" in measures else "monthly_premium"
+        if "age" in measures or self.f.has("dim", "age_group"):
+            return "age"
+        return None
+
+    def _shape(self, entity: str, plan: dict, grouped: list[str], rank: dict | None) -> str:
+        f = self.f
+        aggs = self._agg_fns()
+        extremes = f.values("extreme") if rank is None else []
+        measures = f.values("measure")
+        counted = self._count_numbers()
+        if counted and rank is None:
+            plan["limit"] = counted[0].value  # "10건만", "다섯 명"
+            self.understood.append(f"{counted[0].value}건")
+
+        # Customer detail: one known customer, no aggregation.
+        if (
+            entity == CUSTOMERS
+            and (f.customer_ids or f.customer_names)
+            and not (grouped or aggs or rank)
+        ):
+            plan["fields"] = list(CUSTOMER_DETAIL_FIELDS)
+            plan["order_by"] = [{"field": "customer_id", "direction": "asc"}]
+            return "customer_detail"
+
+        if rank is not None:
+            return self._shape_rank(entity, plan, rank, grouped)
+
+        if self._asks_for_unpaid_customers(entity, grouped, aggs):
+            # "미납 고객 명단" / "미납자 몇 명": one row per customer, so the row count answers it.
+            plan["group_by"] = list(DIM_FIELDS["customer"])
+            plan["aggregates"] = [
+                {"fn": "count", "field": None, "as": "count"},
+                {"fn": "sum", "field": "amount", "as": "total_amount"},
+            ]
+            plan["order_by"] = [{"field": "total_amount", "direction": "desc"}]
+            self.understood.append("미납 고객별 건수·금액")
+            self.notes.append("고객별로 묶었으므로 결과 행 수가 미납 고객 수입니다.")
+            return "unpaid"
+
+        # age groups: "연령대별 고객 수" groups; "30대 고객" filters (handled in filters).
+        group_dims = []
+        for dim in grouped:
+            fld = DIM_FIELDS[dim] if dim != "month" or entity == PAYMENTS else None
+            if fld and all(x in FIELDS[entity] for x in fld):
+                group_dims.append(dim)
+            else:
+                self.ignored.append(f"{DIM_LABELS[dim]}별 묶기")
+        if f.has("dim", "age_group") and "age_group" not in group_dims and entity == CUSTOMERS:
+            if not any(x["field"] in ("age", "age_group") for x in plan["filters"]):
+                group_dims.append("age_group")
+        if f.has("dim", "gender") and "gender" not in group_dims and entity == CUSTOMERS:
+            if not f.values("gender"):
+                group_dims.append("gender")
+
+        amount_wanted = "amount" in measures and not (
+            f.has("list") or f.has("history") or f.has("detail")
+        )
+        if group_dims or aggs or extremes or amount_wanted:
+            self._aggregates(entity, plan, aggs, extremes, group_dims)
+            if "age_group" in group_dims:
+                return "age_group"
+            return "aggregate"
+
+        # Plain rows.
+        return self._shape_rows(entity, plan)
+
+    def _asks_for_unpaid_customers(self, entity: str, grouped: list[str], aggs: list) -> bool:
+        f = self.f
+        if entity != PAYMENTS or "미납" not in f.values("pay_status") or grouped:
+            return False
+        if set(aggs) - {"count"} or f.customer_ids or f.customer_names:
+            return False
+        # The customer must be what is unpaid ("미납 고객", "미납자"), not the scope ("담당 고객의
+        # 미납 보험료"), and no premium word may follow it ("미납 고객의 보험료 내역" wants rows).
+        unpaid_at = min(m.first for v, m in f.kinds("pay_status") if v == "미납")
+        customer_at = [p for p, unit in self._unit_candidates() if unit == "customer"]
+        customer_at = [p for p in customer_at if p >= unpaid_at]
+        if not customer_at:
+            return False
+        return not any(m.first > customer_at[0] for v, m in f.kinds("noun") if v == "premium")
+
+    def _aggregates(self, entity: str, plan: dict, aggs: list, extremes: list, dims: list) -> None:
+        f = self.f
+        measure = self._measure_field(entity)
+        fns = list(aggs) + list(extremes)
+        if not fns:
+            if entity == PAYMENTS and "amount" in f.values("measure"):
+                fns = ["sum"]
+            elif entity == PAYMENTS:
+                fns = ["count", "sum"]
+            elif entity == CONTRACTS and set(f.values("measure")) & {"monthly_premium",
+                                                                     "sum_insured"}:  # fmt: skip
+                fns = ["sum"]
+            elif f.has("noun", "premium") and entity == CONTRACTS:
+                fns = ["sum"]
+            else:
+                fns = ["count"]
+        aggregates = []
+        for fn in dict.fromkeys(fns):
+            if fn == "count":
+                aggregates.append({"fn": "count", "field": None, "as": "count"})
+                continue
+            if measure is None or (fn == "sum" and measure == "age"):
+                self.ignored.append(f"{AGG_LABELS[fn]}(합산할 금액 항목이 없습니다)")
+                continue
+            aggregates.append({"fn": fn, "field": measure, "as": _alias(fn, measure)})
+        if not aggregates:
+            aggregates.append({"fn": "count", "field": None, "as": "count"})
+        plan["aggregates"] = aggregates
+        plan["group_by"] = [x for dim in dims for x in DIM_FIELDS[dim]]
+        for dim in dims:
+            self.understood.append(f"{DIM_LABELS[dim]}별")
+        for agg in aggregates:
+            self.understood.append(_agg_label(agg))
+        if dims:
+            first_dim = dims[0]
+            if first_dim in ORDERED_DIMS:
+                plan["order_by"] = [{"field": DIM_FIELDS[first_dim][0], "direction": "asc"}]
+            else:
+                plan["order_by"] = [{"field": aggregates[0]["as"], "direction": "desc"}]
+
+    def _shape_rank(self, entity: str, plan: dict, rank: dict, grouped: list[str]) -> str:
+        f = self.f
+        unit = self.rank_unit or self._rank_unit(rank)
+        aggs = self._agg_fns()
+        nouns = set(f.values("noun"))
+        measures = set(f.values("measure"))
+        plan["limit"] = rank["n"]
+        direction = rank["direction"]
+        label_dir = "상위" if direction == "desc" else "하위"
+
+        # What is being compared: money, age, or a count of something.
+        counted = None
+        if (
+            rank["by_count"]
+            or "count" in aggs
+            or not (measures or {"premium", "payment"} & nouns or entity == PAYMENTS)
+        ):
+            counted = "count"
+        measure = None if counted else self._measure_field(entity)
+        if measure is None:
+            counted = "count"
+
+        row_level = (unit == "contract" and entity == CONTRACTS) or (
+            unit == "customer" and entity == CUSTOMERS and measure == "age"
+        )
+        if row_level and measure is not None:
+            plan["order_by"] = [{"field": measure, "direction": direction}]
+            self.understood.append(
+                f"{MEASURE_LABELS.get(measure, measure)} {label_dir} {rank['n']}"
+            )
+            return "top_n"
+
+        dim = unit if unit in DIM_FIELDS else "customer"
+        if not all(x in FIELDS[entity] for x in DIM_FIELDS[dim]):
+            self.ignored.append(f"{DIM_LABELS[dim]} 기준 순위")
+            dim = "customer" if "customer_id" in FIELDS[entity] else None
+        extra_dims = [
+            d for d in grouped if d != dim and all(x in FIELDS[entity] for x in DIM_FIELDS[d])
+        ]
+        group_dims = ([dim] if dim else []) + extra_dims
+        if counted == "count":
+            agg = {"fn": "count", "field": None, "as": "count"}
+        else:
+            fn = "avg" if "avg" in aggs else "sum"
+            agg = {"fn": fn, "field": measure, "as": _alias(fn, measure)}
+        plan["group_by"] = [x for d in group_dims for x in DIM_FIELDS[d]]
+        plan["aggregates"] = [agg]
+        plan["order_by"] = [{"field": agg["as"], "direction": direction}]
+        self.understood.append(f"{_agg_label(agg)} {label_dir} {rank['n']}")
+        return "top_n"
+
+    def _requested_columns(self, entity: str, plan: dict) -> None:
+        """ "고객 전화번호 목록" -> the row's identity columns plus the columns asked for."""
+        wanted = self.f.values("column")
+        available = [c for c in wanted if c in FIELDS[entity]]
+        for column in wanted:
+            if column not in FIELDS[entity]:
+                self.ignored.append(f"{column} 항목")
+        if available:
+            plan["fields"] = list(dict.fromkeys(IDENTITY_FIELDS[entity] + available))
+            self.understood.append("항목 " + ", ".join(available))
+
+    def _sort_column(self, entity: str) -> str | None:
+        """The column named right before "순"/"순서" ("계약일 순으로", "이름 순")."""
+        columns = {m.last: v for v, m in self.f.kinds("column")}
+        for value, m in self.f.kinds("order"):
+            column = columns.get(m.first - 1)
+            if value == "by_column" and column in FIELDS[entity]:
+                return column
+        return None
+
+    def _shape_rows(self, entity: str, plan: dict) -> str:
+        f = self.f
+        self._requested_columns(entity, plan)
+        order = f.values("order")
+        if not order and f.has("recent") and self.applied_period is None:
+            order = ["desc_date"]  # "최근 가입한 고객": newest first
+        sort_column = self._sort_column(entity)
+        if sort_column is not None:
+            direction = "desc" if "desc_date" in order or f.has("sort", "desc") else "asc"
+            plan["order_by"] = [{"field": sort_column, "direction": direction}]
+        date_field = {CUSTOMERS: "joined_on", CONTRACTS: "start_date", PAYMENTS: "due_month"}[
+            entity
+        ]
+        if order and not plan["order_by"]:
+            direction = "asc" if "asc_date" in order else "desc"
+            plan["order_by"] = [{"field": date_field, "direction": direction}]
+        if entity == PAYMENTS:
+            if not plan["order_by"] or plan["order_by"][0]["field"] == "due_month":
+                direction = plan["order_by"][0]["direction"] if plan["order_by"] else "desc"
+                plan["order_by"] = [{"field": "due_month", "direction": direction},
+                                    {"field": "contract_id", "direction": "asc"}]  # fmt: skip
+            return "unpaid" if "미납" in f.values("pay_status") else "premium_detail"
+        if entity == CONTRACTS:
+            if self._expire_mode() == "expiring":
+                plan["order_by"] = plan["order_by"] or [{"field": "end_date", "direction": "asc"}]
+                return "expiring"
+            plan["order_by"] = plan["order_by"] or [{"field": "contract_id", "direction": "asc"}]
+            return "contracts"
+        plan["order_by"] = plan["order_by"] or [{"field": "customer_id", "direction": "asc"}]
+        if any(x["field"] in ("age", "age_group") for x in plan["filters"]):
+            return "age_group"
+        return "customer_list"
+
+    # -- interpretation -----------------------------------------------------------------------
+
+    def _interpretation(self, plan: dict, family: str) -> dict:
+        period = self.applied_period
+        period_text = dates.describe(period, with_label=False) if period else ""
+        subject = self._subject(plan, family)
+        head = " ".join(x for x in (period_text, self._filter_text(plan, family), subject) if x)
+        interpretation = {
+            "summary": f"{head}, {self.scope}, {plan['limit']}건",
+            "family": family,
+            "scope": self.scope,
+            "entity": plan["entity"],
+            "understood": list(dict.fromkeys(self.understood)),
+        }
+        if self.ignored:
+            interpretation["ignored"] = list(dict.fromkeys(self.ignored))
+        if self.notes:
+            interpretation["notes"] = self.notes
+        return interpretation
+
+    def _filter_text(self, plan: dict, family: str) -> str:
+        vocab = self.vocabulary
+        parts = []
+        for flt in plan["filters"]:
+            fld, op, value = flt["field"], flt["op"], flt["value"]
+            values = [str(v) for v in (value if isinstance(value, list) else [value])]
+            joined = "/".join(values)
+            if fld == "branch_id":
+                parts.append("/".join(vocab.branches.get(v, v) for v in values))
+            elif fld == "planner_id":
+                parts.append("/".join(vocab.planners.get(v, v) for v in values) + " 설계사")
+            elif fld == "product_code":
+                parts.append(
+                    "/".join(vocab.products[v].name for v in values if v in vocab.products)
+                )
+            elif fld == "category":
+                parts.append(f"{joined} 카테고리")
+            elif fld == "grade":
+                parts.append(f"{joined} 등급")
+            elif fld == "age_group":
+                parts.append(joined)
+            elif fld == "age":
+                text = "~".join(values) if op == "between" else f"{joined}세 {_OP_LABELS[op]}"
+                parts.append(f"나이 {text}".strip())
+            elif fld == "gender":
+                parts.append("여성" if value == "F" else "남성")
+            elif fld in ("customer_name", "customer_id", "contract_id"):
+                parts.append(joined)
+            elif fld in ("monthly_premium", "amount", "sum_insured"):
+                parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {_OP_LABELS[op]}")
+            elif fld == "status" and family != "expiring" and "미납" not in values:
+                parts.append(joined)
+        return " ".join(p for p in parts if p)
+
+    def _subject(self, plan: dict, family: str) -> str:
+        entity = plan["entity"]
+        unpaid = any(x["field"] == "status" and x["value"] == "미납" for x in plan["filters"])
+        if family == "customer_detail":
+            return "고객 상세"
+        if family == "expiring":
+            return "만기 예정 계약"
+        if plan["aggregates"]:
+            dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
+            dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
+            what = ", ".join(self._aggregate_text(entity, a, unpaid) for a in plan["aggregates"])
+            if family == "top_n" and dims:
+                direction = "상위" if plan["order_by"][0]["direction"] == "desc" else "하위"
+                unit = dims[0]
+                counter = UNIT_COUNTERS.get(unit, "개")
+                return f"{what} {direction} {plan['limit']}{counter} {DIM_LABELS[unit]}"
+            by = "".join(f"{DIM_LABELS[d]}별 " for d in dims)
+            return f"{by}{what}"
+        noun = {CUSTOMERS: "고객 목록", CONTRACTS: "계약 목록", PAYMENTS: "보험료 납입 내역"}[
+            entity
+        ]
+        if unpaid:
+            noun = "미납 보험료"
+        if family == "top_n" and plan["order_by"]:
+            order = plan["order_by"][0]
+            direction = "상위" if order["direction"] == "desc" else "하위"
+            noun = {CUSTOMERS: "고객", CONTRACTS: "계약"}.get(entity, noun)
+            measure = MEASURE_LABELS.get(order["field"], order["field"])
+            counter = "명" if entity == CUSTOMERS else "건"
+            return f"{measure} {direction} {plan['limit']}{counter} {noun}"
+        return noun
+
+    @staticmethod
+    def _aggregate_text(entity: str, agg: dict, unpaid: bool) -> str:
+        if agg["fn"] == "count":
+            if entity == PAYMENTS:
+                return "미납 건수" if unpaid else "납입 건수"
+            return "고객 수" if entity == CUSTOMERS else "계약 건수"
+        label = MEASURE_LABELS.get(agg["field"], agg["field"])
+        if unpaid and agg["field"] == "amount":
+            label = "미납 금액"
+        return f"{label} {AGG_LABELS[agg['fn']]}"
+
+
+_THRESHOLDS = ("gte", "gt", "lte", "lt")
+_OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이"}
+
+
+def _alias(fn: str, fld: str) -> str:
+    if fn == "sum":
+        return f"total_{fld}"
+    return f"{fn}_{fld}"
+
+
+def _agg_label(agg: dict) -> str:
+    if agg["fn"] == "count":
+        return "건수"
+    return f"{MEASURE_LABELS.get(agg['field'], agg['field'])} {AGG_LABELS[agg['fn']]}"

@@ -1,0 +1,208 @@
+"""Which period a prompt means ("지난달", "최근 3개월", "2026년 5월", "3개월 이내"), as dates."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from . import dates
+from .dates import Period, add_months, month_start, months_period
+from .lexicon import Token
+from .numbers import parse_digits
+from .recognise import Features, NumberMention
+
+_MONTH_NAMES = {name: i for i, name in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"], start=1)}  # fmt: skip
+_MONTH_ABBREVIATIONS = {name[:3]: i for name, i in _MONTH_NAMES.items() if name != "may"}
+_TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
+_RELATIVE_YEARS = {"this_year": 0, "last_year": -1, "year_before_last": -2, "next_year": 1}
+
+
+class PeriodResolver:
+    """Resolves the period words and numbers of one prompt against the as-of date."""
+
+    def __init__(self, features: Features, tokens: list[Token], as_of: dt.date):
+        self.features = features
+        self.tokens = tokens
+        self.as_of = as_of
+
+    def numbers(self) -> list[NumberMention]:
+        """Numbers that measure time: "3개월", "5월", "2026년", "2주", "1분기"."""
+        return [n for n in self.features.numbers if n.unit in _TIME_UNITS]
+
+    def resolve(self, *, future: bool) -> Period | None:
+        """Explicit dates/months first, then relative words, then "최근/향후 N개월"."""
+        f = self.features
+        if f.iso_periods:
+            first = min(p.start for p in f.iso_periods)
+            last = max(p.end for p in f.iso_periods)
+            whole = all(p.whole_months for p in f.iso_periods)
+            return Period(first, last, "", whole_months=whole)
+
+        explicit = self._explicit_months(future)
+        if explicit is not None:
+            return explicit
+
+        time_words = f.values("time")
+        if time_words:
+            return self._relative_period(time_words[0])
+
+        for number in self.numbers():
+            span = self._span_period(number, future)
+            if span is not None:
+                return span
+        return None
+
+    def _explicit_months(self, future: bool) -> Period | None:
+        """'2026년 5월', '5월', '5월~6월', '2025년', 'May 2026', '작년 하반기', '올해 1분기'."""
+        f, as_of = self.features, self.as_of
+        years = [n for n in f.numbers if n.unit == "year" and 1900 <= n.value <= 2999]
+        relative_year = next(
+            (_RELATIVE_YEARS[v] for v in f.values("time") if v in _RELATIVE_YEARS), None
+        )
+        year_hint = years[0].value if years else (
+            as_of.year + relative_year if relative_year is not None else None
+        )  # fmt: skip
+        months: list[dt.date] = []
+        for number in f.numbers:
+            if number.unit != "month":
+                continue
+            adjacent_year = next((y.value for y in years if y.last + 1 == number.first), None)
+            months.append(self._month_date(number.value, adjacent_year or year_hint, future))
+        for value, year in self._english_months():
+            months.append(self._month_date(value, year or year_hint, future))
+        if months:
+            first, last = min(months), max(months)
+            label = "" if len(months) == 1 else f"{dates.month_key(first)}~{dates.month_key(last)}"
+            return months_period(first, last, label)
+
+        quarters = [n.value for n in f.numbers if n.unit == "quarter" and 1 <= n.value <= 4]
+        half = next((v for v in f.values("time") if v in ("h1", "h2")), None)
+        if quarters or half:
+            first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
+            length = 3 if quarters else 6
+            year = year_hint
+            if year is None:
+                # The most recent such quarter/half (or the next one when looking ahead).
+                year = as_of.year
+                if not future and dt.date(year, first_month, 1) > as_of:
+                    year -= 1
+            name = f"{quarters[0]}분기" if quarters else ("상반기" if half == "h1" else "하반기")
+            return months_period(
+                dt.date(year, first_month, 1),
+                dt.date(year, first_month + length - 1, 1),
+                f"{year}년 {name}",
+            )
+        if years:
+            year = years[0].value
+            return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")
+        return None
+
+    def _english_months(self) -> list[tuple[int, int | None]]:
+        out = []
+        tokens = self.tokens
+        for i, token in enumerate(tokens):
+            if token.tag != "SL":
+                continue
+            month = _MONTH_NAMES.get(token.form) or _MONTH_ABBREVIATIONS.get(token.form)
+            if month is None:
+                continue
+            year = None
+            for j in (i + 1, i - 1):
+                if 0 <= j < len(tokens) and tokens[j].tag == "SN":
+                    value = parse_digits(tokens[j].form)
+                    if value is not None and 1900 <= value <= 2999:
+                        year = value
+            # "may" is usually the verb; take it as May only with a year or "in/for May".
+            previous = tokens[i - 1].form if i > 0 else ""
+            if token.form == "may" and year is None and previous not in ("in", "for", "of"):
+                continue
+            out.append((month, year))
+        return out
+
+    def _month_date(self, month: int, year: int | None, future: bool) -> dt.date:
+        as_of = self.as_of
+        if year is None or not 1900 <= year <= 2999:
+            year = as_of.year
+            # A bare month is the most recent one, or the next one when looking ahead (만기).
+            if future and month < as_of.month:
+                year += 1
+            elif not future and month > as_of.month:
+                year -= 1
+        return dt.date(year, month, 1)
+
+    def _relative_period(self, word: str) -> Period | None:
+        as_of = self.as_of
+        this_month = month_start(as_of)
+        if word == "this_month":
+            return months_period(this_month, this_month, "이번 달")
+        if word == "last_month":
+            m = add_months(this_month, -1)
+            return months_period(m, m, "지난달")
+        if word == "next_month":
+            m = add_months(this_month, 1)
+            return months_period(m, m, "다음 달")
+        days = {"today": (0, "오늘"), "tomorrow": (1, "내일"), "yesterday": (-1, "어제")}
+        if word in days:
+            day = as_of + dt.timedelta(days=days[word][0])
+            return Period(day, day, days[word][1], whole_months=False)
+        weeks = {
+            "this_week": (0, "이번 주"),
+            "last_week": (-1, "지난주"),
+            "next_week": (1, "다음 주"),
+        }
+        if word in weeks:
+            monday = as_of - dt.timedelta(days=as_of.weekday()) + dt.timedelta(weeks=weeks[word][0])
+            return Period(monday, monday + dt.timedelta(days=6), weeks[word][1], whole_months=False)
+        quarters = {"this_quarter": (0, "이번 분기"), "last_quarter": (-3, "지난 분기"),
+                    "next_quarter": (3, "다음 분기")}  # fmt: skip
+        if word in quarters:
+            first = add_months(dt.date(as_of.year, 3 * ((as_of.month - 1) // 3) + 1, 1),
+                               quarters[word][0])  # fmt: skip
+            return months_period(first, add_months(first, 2), quarters[word][1])
+        years = {"this_year": (0, "올해"), "last_year": (-1, "작년"),
+                 "year_before_last": (-2, "재작년"), "next_year": (1, "내년")}  # fmt: skip
+        if word in years:
+            delta, label = years[word]
+            y = as_of.year + delta
+            return months_period(dt.date(y, 1, 1), dt.date(y, 12, 1), label)
+        return None  # 상반기/하반기 are resolved with explicit months (they can take a year)
+
+    def _span_period(self, number: NumberMention, future: bool) -> Period | None:
+        """'최근 3개월', '3개월 이내', '향후 2달', '3개월 전', 'last 6 months', '2주 이내'."""
+        as_of = self.as_of
+        n = number.value
+        if n <= 0 or n > 120:
+            return None
+        if number.unit == "years":
+            months = n * 12
+        elif number.unit == "months":
+            months = n
+        elif number.unit in ("weeks", "days"):
+            days = n * 7 if number.unit == "weeks" else n
+            label_unit = "주" if number.unit == "weeks" else "일"
+            if future or self.features.has("future"):
+                return Period(as_of, as_of + dt.timedelta(days=days), f"{n}{label_unit} 이내",
+                              whole_months=False)  # fmt: skip
+            return Period(as_of - dt.timedelta(days=days - 1), as_of, f"최근 {n}{label_unit}",
+                          whole_months=False)  # fmt: skip
+        else:
+            return None
+        unit_label = f"{n}년" if number.unit == "years" else f"{n}개월"
+        if number.modifier == "ago":
+            m = add_months(month_start(as_of), -months)
+            return months_period(m, m, f"{unit_label} 전")
+        if number.modifier == "later":
+            m = add_months(month_start(as_of), months)
+            return months_period(m, m, f"{unit_label} 후")
+        if number.modifier == "within":
+            if future or self.features.has("future"):
+                return Period(as_of, add_months(as_of, months), f"{unit_label} 이내",
+                              whole_months=False)  # fmt: skip
+            start = add_months(as_of, -months) + dt.timedelta(days=1)
+            return Period(start, as_of, f"{unit_label} 이내", whole_months=False)
+        if self.features.has("future") or (future and not self.features.has("recent")):
+            first = add_months(month_start(as_of), 1)
+            return months_period(first, add_months(first, months - 1), f"향후 {unit_label}")
+        first = add_months(month_start(as_of), -(months - 1))
+        return months_period(first, as_of, f"최근 {unit_label}")

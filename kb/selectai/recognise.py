@@ -1,0 +1,313 @@
+"""Recognition: a normalised prompt -> Kiwi tokens plus what they mean (ids, numbers, phrases).
+
+Everything here is evidence only; `parser` decides what plan it adds up to.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from .dates import Period, month_period
+from .lexicon import NOT_NAMES, Match, Token, analyse, lexicon_for
+from .numbers import (
+    MAGNITUDE_WORDS,
+    english_number,
+    native_korean_number,
+    parse_digits,
+    sino_korean_number,
+)
+from .vocabulary import Vocabulary
+
+# A-Z/0-9 identifiers are matched by pattern (they are ids, not words).
+_CUSTOMER_ID = re.compile(r"(?<![A-Za-z0-9])[Cc](\d{4})(?!\d)")
+_CONTRACT_ID = re.compile(r"(?<![A-Za-z0-9])[Kk](\d{5})(?!\d)")
+_STAKEHOLDER_OR_BRANCH_ID = re.compile(
+    r"(?<![A-Za-z0-9])(?:KB-[A-Z]-\d{3}|BR-[A-Z]{2})(?![A-Za-z0-9])", re.IGNORECASE
+)
+_ISO_DATE = re.compile(r"(?<!\d)(\d{4})[-./](\d{1,2})(?:[-./](\d{1,2}))?(?![\d])")
+
+# Counters after a number, and the kind of quantity they make.
+_COUNTERS = {
+    "명": "count", "개": "count", "건": "count", "곳": "count", "위": "count", "가지": "count",
+    "등": "count", "개월": "months", "달": "months", "년": "years", "주": "weeks", "주일": "weeks",
+    "일": "days", "월": "month", "세": "age", "살": "age", "대": "decade", "원": "won",
+    "분기": "quarter", "month": "months", "months": "months", "year": "years",
+    "years": "years", "week": "weeks", "weeks": "weeks", "day": "days", "days": "days",
+}  # fmt: skip
+_ENGLISH_COUNT_NOUNS = frozenset(
+    "customers customer clients people items records rows contracts policies products branches "
+    "planners agents".split()
+)
+# Words right after a number that say how it is meant ("3개월 이내", "10만원 이상").
+_NUMBER_MODIFIERS = {
+    "이내": "within", "내": "within", "안": "within", "안쪽": "within", "전": "ago", "후": "later",
+    "뒤": "later", "간": "during", "동안": "during", "이상": "gte", "초과": "gt", "이하": "lte",
+    "미만": "lt", "넘게": "gt", "ago": "ago", "later": "later",
+}  # fmt: skip
+_NATIVE_DETERMINERS = {"한", "두", "세", "석", "서", "네", "넉", "너", "스무", "닷", "엿"}
+# Frequent Korean surnames: a customer name must start with one (names match by pattern only).
+_SURNAMES = set(
+    "김이박최정강조윤장임한오서신권황안송류전홍고문양손배백허유남심노하곽"
+    "성차주우구민진지엄채원천방공현함변염여추도소석선설마길연위표명기반라"
+    "왕금옥육인맹제모탁국어은편용예경봉사부가복태목형피두감음빈동온호범좌"
+    "팽승간상갈단견당화창"
+)
+_HANGUL_NAME = re.compile(r"^[가-힣]{2,4}$")
+_HONORIFICS = {"님", "씨"}
+
+
+@dataclass
+class NumberMention:
+    value: int
+    unit: str | None  # count, months, years, weeks, days, month, year, age, decade, won, quarter
+    first: int  # token index range, including a consumed modifier such as 이내/이상
+    last: int
+    modifier: str | None = None  # within, ago, later, during, gte, gt, lte, lt
+    counter: str | None = None  # the counter word itself (명, 곳, 개월, ...)
+
+
+@dataclass
+class Features:
+    """Everything recognised in one prompt, before it is turned into a plan."""
+
+    matches: list[Match] = field(default_factory=list)
+    numbers: list[NumberMention] = field(default_factory=list)
+    customer_ids: list[str] = field(default_factory=list)
+    contract_ids: list[str] = field(default_factory=list)
+    customer_names: list[str] = field(default_factory=list)
+    iso_periods: list[Period] = field(default_factory=list)
+    corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
+
+    def kinds(self, kind: str) -> list[tuple[object, Match]]:
+        return [(value, m) for m in self.matches for k, value in m.payloads if k == kind]
+
+    def values(self, kind: str) -> list:
+        return list(dict.fromkeys(value for value, _ in self.kinds(kind)))
+
+    def has(self, kind: str, value: object = None) -> bool:
+        return any(value is None or v == value for v, _ in self.kinds(kind))
+
+
+# ---------------------------------------------------------------------------------------------
+# Recognition: Kiwi tokens -> ids, numbers, lexicon matches, customer names
+
+
+def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]:
+    """Tokenise and label: ids and dates by pattern, then numbers, phrases, typos and names.
+
+    Each stage blocks the tokens it used, so later stages cannot read them a second time.
+    """
+    lexicon = lexicon_for(vocabulary)
+    tokens = analyse(text)
+    features = Features()
+    blocked: set[int] = set()
+    id_matches: list[Match] = []
+
+    def block_span(start: int, end: int) -> None:
+        blocked.update(i for i, t in enumerate(tokens) if t.start < end and t.end > start)
+
+    for m in _CUSTOMER_ID.finditer(text):
+        features.customer_ids.append(f"C{m.group(1)}")
+        block_span(m.start(), m.end())
+    for m in _CONTRACT_ID.finditer(text):
+        features.contract_ids.append(f"K{m.group(1)}")
+        block_span(m.start(), m.end())
+    for m in _ISO_DATE.finditer(text):
+        period = _iso_period(m)
+        if period is not None:
+            features.iso_periods.append(period)
+            block_span(m.start(), m.end())
+
+    # Stakeholder and branch ids ("KB-P-003", "BR-GN") only count when the vocabulary knows them.
+    for m in _STAKEHOLDER_OR_BRANCH_ID.finditer(text):
+        code = m.group(0).upper()
+        kind = "planner" if code in vocabulary.planners else "branch"
+        if code in vocabulary.planners or code in vocabulary.branches:
+            covered = [i for i, t in enumerate(tokens) if t.start < m.end() and t.end > m.start()]
+            if covered:
+                id_matches.append(Match(((kind, code),), covered[0], covered[-1], m.group(0)))
+                blocked.update(covered)
+
+    features.numbers = _scan_numbers(tokens, blocked)
+    for number in features.numbers:
+        blocked.update(range(number.first, number.last + 1))
+    features.matches = id_matches + lexicon.match(tokens, text, blocked)
+    for m in features.matches:
+        blocked.update(range(m.first, m.last + 1))
+    typos = lexicon.typo_matches(tokens, text, blocked)
+    for m in typos:
+        blocked.update(range(m.first, m.last + 1))
+    features.matches = sorted(features.matches + typos, key=lambda m: m.first)
+    features.corrected = [(text[tokens[m.first].start : tokens[m.last].end], m.text) for m in typos]
+    features.customer_names = _customer_names(tokens, text, features, blocked, lexicon.keys)
+    return tokens, features
+
+
+def _iso_period(m: re.Match) -> Period | None:
+    year, month = int(m.group(1)), int(m.group(2))
+    if not (1900 <= year <= 2999 and 1 <= month <= 12):
+        return None
+    if m.group(3):
+        try:
+            day = dt.date(year, month, int(m.group(3)))
+        except ValueError:
+            return None
+        return Period(day, day, day.isoformat(), whole_months=False)
+    return month_period(year, month)
+
+
+def _number_value(token: Token) -> int | None:
+    if token.tag == "SN":
+        return parse_digits(token.form)
+    if token.tag == "NR":
+        value = native_korean_number(token.form)
+        return value if value is not None else sino_korean_number(token.form)
+    if token.tag == "SL":
+        return english_number(token.form)
+    return None
+
+
+def _scan_numbers(tokens: list[Token], blocked: set[int]) -> list[NumberMention]:
+    """Numbers with their counter and modifier: "3개월 이내", "다섯 명", "10만 원 이상", "top 5"."""
+    found: list[NumberMention] = []
+    i = 0
+    while i < len(tokens):
+        read = None if i in blocked else _read_number(tokens, i)
+        if read is None:
+            i += 1
+            continue
+        value, last = read
+        mention = NumberMention(value=value, unit=None, first=i, last=last)
+        _attach_counter(mention, tokens, blocked)
+        _attach_modifier(mention, tokens, blocked)
+        found.append(mention)
+        i = mention.last + 1
+    return found
+
+
+def _read_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """The number starting at token i and the index of its last token, or None.
+
+    Large amounts come in parts ("1억 5천만"): a part ending in 만/억 absorbs a smaller one.
+    """
+    read = _read_number_part(tokens, i)
+    if read is None:
+        return None
+    value, last = read
+    while value >= 10_000 and value % 10_000 == 0 and last + 1 < len(tokens):
+        following = _read_number_part(tokens, last + 1)
+        if following is None or following[0] >= value or following[0] % 1000:
+            break
+        value, last = value + following[0], following[1]
+    return value, last
+
+
+def _read_number_part(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    token, n = tokens[i], len(tokens)
+    value = _number_value(token)
+    if value is None and token.tag == "MM" and token.form in _NATIVE_DETERMINERS:
+        # 한/두/세 are numbers only in front of a counter ("세 명"), not in "세 번째".
+        if i + 1 < n and tokens[i + 1].form in _COUNTERS:
+            value = native_korean_number(token.form)
+    if value is None:
+        return None
+    last = i
+    # 열 다섯 -> 15, 스물 한 -> 21
+    while last + 1 < n and value % 10 == 0 and 10 <= value < 100:
+        nxt = tokens[last + 1]
+        unit = native_korean_number(nxt.form) if nxt.tag in ("NR", "MM") else None
+        if unit is None or unit >= 10:
+            break
+        value, last = value + unit, last + 1
+    # 10만, 3천, 5천만 (Kiwi keeps 천만 as one token; the 원 after them is the counter)
+    while last + 1 < n and tokens[last + 1].tag == "NR" and _is_magnitude(tokens[last + 1].form):
+        value, last = value * (sino_korean_number(tokens[last + 1].form) or 1), last + 1
+    return value, last
+
+
+def _is_magnitude(word: str) -> bool:
+    return bool(word) and all(ch in MAGNITUDE_WORDS for ch in word)
+
+
+def _attach_counter(mention: NumberMention, tokens: list[Token], blocked: set[int]) -> None:
+    following = mention.last + 1
+    if following >= len(tokens) or following in blocked:
+        return
+    nxt, value = tokens[following], mention.value
+    unit = _COUNTERS.get(nxt.form)
+    if unit == "month" and not 1 <= value <= 12:
+        unit = None
+    elif unit == "decade" and not (value % 10 == 0 and 10 <= value <= 90):
+        unit = None
+    elif unit == "years" and value >= 1900:
+        unit = "year"  # "2026년" is a calendar year, "3년" a length of time
+    elif unit == "days" and nxt.tag not in ("NNB", "SL"):
+        unit = None
+    if unit is not None:
+        mention.unit, mention.last, mention.counter = unit, following, nxt.form
+    elif nxt.form in _ENGLISH_COUNT_NOUNS:
+        mention.unit = "count"  # "5 customers": the noun stays free for entity detection
+
+
+def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[int]) -> None:
+    """이내/전/후/동안/이상/미만 right after the number ("3개월 이내", "10만원 이상")."""
+    following = mention.last + 1
+    if mention.first > 0 and tokens[mention.first - 1].form == "within":
+        mention.modifier = "within"
+    if following >= len(tokens) or following in blocked:
+        return
+    after = tokens[following]
+    modifier = _NUMBER_MODIFIERS.get(after.form)
+    if modifier is None and after.form == "넘" and after.tag.startswith("VV"):
+        modifier = "gt"  # "10만 원 넘는"
+    if modifier is not None:
+        if modifier == "during" or mention.modifier is None:
+            mention.modifier = modifier
+        mention.last = following
+
+
+def _customer_names(
+    tokens: list[Token], text: str, features: Features, blocked: set[int], known: frozenset
+) -> list[str]:
+    """Names next to 고객/님/씨 ("신하은 고객", "장우진님", "고객 이은우"), by pattern only."""
+    customer_tokens = {
+        i for m in features.matches if ("noun", "customer") in m.payloads
+        for i in range(m.first, m.last + 1)
+    }  # fmt: skip
+    honorific_tokens = {
+        i for i, t in enumerate(tokens) if t.form in _HONORIFICS and i not in blocked
+    }
+    by_word: dict[int, list[int]] = {}
+    for i, token in enumerate(tokens):
+        by_word.setdefault(token.word, []).append(i)
+    words = sorted(by_word)
+    names: list[str] = []
+    for position, word in enumerate(words):
+        indices = by_word[word]
+        # The word is <name><고객|님|씨 ...>: unmatched tokens first, then only customer markers.
+        name_part: list[int] = []
+        for i in indices:
+            if i in blocked or (i in honorific_tokens and name_part):
+                break
+            name_part.append(i)
+        suffix = indices[len(name_part) :]
+        if not name_part or any(i not in customer_tokens | honorific_tokens for i in suffix):
+            continue
+        candidate = text[tokens[name_part[0]].start : tokens[name_part[-1]].end]
+        if not _HANGUL_NAME.match(candidate) or candidate[0] not in _SURNAMES:
+            continue
+        if candidate in NOT_NAMES or candidate in known:
+            continue
+        next_first = by_word[words[position + 1]][0] if position + 1 < len(words) else None
+        prev_last = by_word[words[position - 1]][-1] if position > 0 else None
+        near_customer = (
+            bool(suffix)
+            or next_first in customer_tokens
+            or next_first in honorific_tokens
+            or prev_last in customer_tokens
+        )
+        if near_customer and candidate not in names:
+            names.append(candidate)
+    return names

@@ -1,0 +1,51 @@
+"""Reads from the KB that carry no customer data: principals, vocabulary, the as-of date.
+
+Customer, contract and payment rows are read only through kb.vpd, which applies the VPD policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from kb.models import Branch, Product, Stakeholder
+
+
+def kb_as_of_date() -> dt.date:
+    raw = getattr(settings, "KB_AS_OF_DATE", "") or "2026-06-30"
+    try:
+        return dt.date.fromisoformat(str(raw))
+    except ValueError as exc:
+        raise ImproperlyConfigured("KB_AS_OF_DATE must be a date written YYYY-MM-DD") from exc
+
+
+def stakeholder_get(stakeholder_id: str) -> Stakeholder | None:
+    """The KB_STAKEHOLDERS row, whatever its role or status (the policy decides what it may see)."""
+    if not isinstance(stakeholder_id, str) or not stakeholder_id:
+        return None
+    return Stakeholder.objects.filter(pk=stakeholder_id).first()
+
+
+def vocabulary_rows() -> dict[str, list[dict]]:
+    """Products, branches and stakeholders as rows shaped like the kb_demo CSV headers.
+
+    `kb.selectai.vocabulary.vocabulary_from_rows(**vocabulary_rows())` builds the parser's
+    vocabulary.
+    """
+    return {
+        "products": list(
+            Product.objects.order_by("product_code").values(
+                "product_code", "product_name", "category"
+            )
+        ),
+        "branches": list(
+            Branch.objects.order_by("branch_id").values("branch_id", "branch_name", "region")
+        ),
+        "stakeholders": list(
+            Stakeholder.objects.order_by("stakeholder_id").values(
+                "stakeholder_id", "name", "role", "branch_id", "status"
+            )
+        ),
+    }
