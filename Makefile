@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,15 @@ format: $(VENV)/.installed
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The browser tests drive Debian's chromium (with a Korean font for the screenshots); install
+# them when missing and we may (CI runs as root).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+		apt-get update -qq && apt-get install -y -qq chromium fonts-nanum >/dev/null; } || \
+		echo "chromium is not installed: the browser tests will say so"
+
 # SQLite first (the embedded default), then every database test again on PostgreSQL.
-test: lint
+test: lint chromium
 	$(BIN)/pytest
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m db
 

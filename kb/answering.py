@@ -1,44 +1,195 @@
 """The tool's engine: a question, asked as one stakeholder, becomes a policy-filtered answer.
 
-The prompt only ever becomes a validated query plan (never SQL); kb.vpd applies the VPD policy.
+Embedded backend (default): the prompt only ever becomes a validated query plan (never SQL),
+proposed by the built-in parser or, if configured, a model (kb.selectai.provider); kb.vpd applies
+the VPD policy. ORDS backend: the question goes to ORDS Select AI through kb.ords.
 """
 
-from functools import lru_cache
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from kb.answers import answer_build
-from kb.policy import check_stakeholder_allowed
-from kb.selectai.parser import parse_prompt
+from kb.models import Stakeholder
+from kb.ords import ords_answer, ords_config
+from kb.plans import ENTITIES, MAX_LIMIT, PlanError
+from kb.policy import COMPARABLE_MASKS, check_stakeholder_allowed, column_mask
+from kb.selectai.parser import DEFAULT_SCOPE, SCOPE_BY_ROLE, help_examples, parse_prompt
+from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
 from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute_plan
 
+log = logging.getLogger(__name__)
+
+EMBEDDED, ORDS = "embedded", "ords"
+BUILTIN, OPENAI_COMPATIBLE = "builtin", "openai_compatible"
+WARM_UP_PROMPT = "이번 달 미납 보험료"
+
 
 def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
-    """Raises kb.policy.PolicyRefused for an unknown, suspended or unknown-role stakeholder."""
+    """Raises kb.policy.PolicyRefused for an unknown, suspended or unknown-role stakeholder (and,
+    with the ORDS backend, for ORDS' 401/403) and kb.ords.OrdsError when ORDS fails."""
+    backend = query_backend()
     stakeholder = stakeholder_get(stakeholder_id)
     check_stakeholder_allowed(stakeholder)
-    as_of = kb_as_of_date()
+    limit = min(max(int(limit), 1), MAX_LIMIT)
+    if backend == ORDS:
+        # The caller's bearer is not passed to this function yet: see docs/ords-adapter.md.
+        return ords_answer(prompt=prompt, limit=limit, stakeholder=stakeholder)
+
+    vocabulary = current_vocabulary()
+    if plan_provider() == OPENAI_COMPATIBLE and isinstance(prompt, str) and prompt.strip():
+        answer = _model_answer(prompt, stakeholder=stakeholder, vocabulary=vocabulary, limit=limit)
+        if answer is not None:
+            return answer
+
     parsed = parse_prompt(
-        prompt, vocabulary=current_vocabulary(), as_of=as_of, role=stakeholder.role, limit=limit
+        prompt, vocabulary=vocabulary, as_of=kb_as_of_date(), role=stakeholder.role, limit=limit
     )
+    interpretation = {**parsed.interpretation, "source": BUILTIN}
     if parsed.plan is None:
-        # Nothing understood: say so and suggest questions, with no rows at all.
-        return answer_build(
-            columns=[],
-            rows=[],
-            truncated=False,
-            limit=limit,
-            masked_columns=[],
-            as_of=as_of,
-            stakeholder_id=stakeholder.stakeholder_id,
-            role=stakeholder.role,
-            branch_id=stakeholder.branch_id,
-            interpretation={**parsed.interpretation, "help": parsed.help},
+        return _help_answer(stakeholder, limit, {**interpretation, "help": parsed.help})
+    plan = _fit_to_role(parsed.plan, stakeholder.role, interpretation)
+    try:
+        return execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
+    except PlanError as exc:
+        # E.g. sorting by a column this role sees masked: explain instead of failing the call.
+        help_ = {"message": exc.message, "examples": help_examples()}
+        return _help_answer(stakeholder, limit, {**interpretation, "help": help_})
+
+
+def warm_up() -> None:
+    """Check the Select AI settings and load what the first question would wait for (Kiwi takes
+    seconds). Reads the database: call it from synchronous start-up code.
+
+    Raises ImproperlyConfigured when a backend or provider setting is unusable.
+    """
+    started = time.perf_counter()
+    backend = query_backend()
+    if backend == ORDS:
+        config = ords_config()
+        if config.client_token is None:
+            # Until the MCP server passes the caller's bearer, every question would fail.
+            raise ImproperlyConfigured(
+                "KB_QUERY_BACKEND=ords needs ORDS_SELECT_AI_CLIENT_TOKEN (or _FILE) until the "
+                "caller's bearer is forwarded; see docs/ords-adapter.md"
+            )
+    else:
+        if plan_provider() == OPENAI_COMPATIBLE:
+            provider_config()
+        parse_prompt(
+            WARM_UP_PROMPT,
+            vocabulary=current_vocabulary(),
+            as_of=kb_as_of_date(),
+            role="planner",
+            limit=1,
         )
-    return execute_plan(parsed.plan, stakeholder=stakeholder, interpretation=parsed.interpretation)
+    log.info("select ai ready backend=%s in %.1f s", backend, time.perf_counter() - started)
 
 
-@lru_cache(maxsize=1)
+def query_backend() -> str:
+    backend = getattr(settings, "KB_QUERY_BACKEND", EMBEDDED) or EMBEDDED
+    if backend not in (EMBEDDED, ORDS):
+        raise ImproperlyConfigured(f"KB_QUERY_BACKEND must be {EMBEDDED!r} or {ORDS!r}")
+    return backend
+
+
+def plan_provider() -> str:
+    provider = getattr(settings, "SELECT_AI_PROVIDER", BUILTIN) or BUILTIN
+    if provider not in (BUILTIN, OPENAI_COMPATIBLE):
+        raise ImproperlyConfigured(
+            f"SELECT_AI_PROVIDER must be {BUILTIN!r} or {OPENAI_COMPATIBLE!r}"
+        )
+    return provider
+
+
+_vocabulary: Vocabulary | None = None
+
+
 def current_vocabulary() -> Vocabulary:
     # Products, branches and people change with a data load, not per request; a restart reloads.
-    return vocabulary_from_rows(**vocabulary_rows())
+    # An empty catalogue (asked before the data was loaded) is not kept.
+    global _vocabulary
+    if _vocabulary is not None:
+        return _vocabulary
+    vocabulary = vocabulary_from_rows(**vocabulary_rows())
+    if vocabulary.products:
+        _vocabulary = vocabulary
+    return vocabulary
+
+
+def _model_answer(
+    prompt: str, *, stakeholder: Stakeholder, vocabulary: Vocabulary, limit: int
+) -> dict | None:
+    """The answer to the model's plan, or None to fall back to the built-in parser."""
+    try:
+        plan = propose_plan(
+            prompt,
+            vocabulary=vocabulary,
+            as_of=kb_as_of_date(),
+            limit=limit,
+            config=provider_config(),
+        )
+    except ImproperlyConfigured as exc:
+        log.error("select ai model not configured, using the built-in parser: %s", exc)
+        return None
+    except ProviderError as exc:
+        log.warning("select ai model gave no plan (%s), using the built-in parser", exc.reason)
+        return None
+    scope = SCOPE_BY_ROLE.get(stakeholder.role, DEFAULT_SCOPE)
+    interpretation = {
+        "summary": f"{ENTITIES[plan['entity']].label} 조회 (언어 모델 해석), {scope}",
+        "family": "model",
+        "scope": scope,
+        "entity": plan["entity"],
+        "understood": [],
+        "source": OPENAI_COMPATIBLE,
+    }
+    plan = _fit_to_role(plan, stakeholder.role, interpretation)
+    try:
+        return execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
+    except PlanError as exc:  # valid in general, not for this role (a masked column)
+        log.warning("select ai model plan refused (%s), using the built-in parser", exc.code)
+        return None
+
+
+def _fit_to_role(plan: dict, role: str, interpretation: dict) -> dict:
+    """Group by customer_id alone when customer_name, only its label, is masked for this role.
+
+    The groups are the same, and the data layer refuses to group by a masked column.
+    """
+    group_by = plan.get("group_by") or []
+    if "customer_id" not in group_by or "customer_name" not in group_by:
+        return plan
+    if column_mask(role, plan["entity"], "customer_name") in COMPARABLE_MASKS:
+        return plan
+    interpretation["notes"] = [
+        *interpretation.get("notes", []),
+        "이 권한에서는 고객명이 가려져 있어 고객 ID로 묶었습니다.",
+    ]
+    return {
+        **plan,
+        "group_by": [name for name in group_by if name != "customer_name"],
+        "order_by": [o for o in plan.get("order_by") or [] if o.get("field") != "customer_name"],
+    }
+
+
+def _help_answer(stakeholder: Stakeholder, limit: int, interpretation: dict) -> dict:
+    """No rows at all: what was (not) understood and questions that work."""
+    return answer_build(
+        columns=[],
+        rows=[],
+        truncated=False,
+        limit=limit,
+        masked_columns=[],
+        as_of=kb_as_of_date(),
+        stakeholder_id=stakeholder.stakeholder_id,
+        role=stakeholder.role,
+        branch_id=stakeholder.branch_id,
+        interpretation=interpretation,
+    )

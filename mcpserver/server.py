@@ -9,6 +9,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import PolicyRefused
 from mcpserver import tool
@@ -31,6 +32,23 @@ def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
 
 
 _answer_in_db_thread = _in_db_thread(_answer)
+
+
+def _warm_up() -> None:
+    """Load what the first question would otherwise wait seconds for (the Korean analyser)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from kb.answering import warm_up
+
+    try:
+        warm_up()
+    except ImproperlyConfigured:
+        raise  # a broken engine configuration should stop the server from starting
+    except Exception:
+        logger.warning("KB engine warm-up failed; the first question will be slower", exc_info=True)
+
+
+_warm_up_in_db_thread = _in_db_thread(_warm_up)
 
 
 def build_server() -> Server:
@@ -57,11 +75,15 @@ def build_server() -> Server:
             return tool.error_result(f"Invalid arguments: {exc}")
         try:
             answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
-        except PolicyRefused:
-            # Suspended or changed since the gate looked: the policy still fails closed.
+        except PolicyRefused as exc:
+            # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
             if record is not None:
                 record.reason = "policy_refused"
-            return tool.error_result("이 사용자에게 조회 권한 없음")
+            return tool.error_result(exc.message or "이 사용자에게 조회 권한 없음")
+        except OrdsError as exc:
+            if record is not None:
+                record.reason = "engine_error"
+            return tool.error_result(exc.message)
         except PlanError as exc:
             if record is not None:
                 record.reason = "invalid_plan"
@@ -115,6 +137,7 @@ class McpApplication:
     @asynccontextmanager
     async def running(self):
         async with self.session_manager.run():
+            await _warm_up_in_db_thread()
             yield
 
     async def __call__(self, scope, receive, send):

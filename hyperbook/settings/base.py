@@ -200,3 +200,18 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),
     },
 }
+
+# Select AI (the KB tool's engine). Backend: "embedded" (plans run on this database under the VPD
+# policy) or "ords" (questions go to ORDS Select AI; see docs/ords-adapter.md). Plan proposer for
+# the embedded backend: "builtin" (the Korean/English parser) or "openai_compatible" (a
+# chat-completions model; the built-in parser answers whenever the model fails).
+KB_QUERY_BACKEND = env_str("KB_QUERY_BACKEND", "embedded")
+ORDS_SELECT_AI_URL = env_str("ORDS_SELECT_AI_URL")
+ORDS_SELECT_AI_TIMEOUT_SECONDS = env_int("ORDS_SELECT_AI_TIMEOUT_SECONDS", 60)
+# hyperbook's own ORDS client credential, used only until the caller's VPD bearer is forwarded.
+ORDS_SELECT_AI_CLIENT_TOKEN = read_secret("ORDS_SELECT_AI_CLIENT_TOKEN")
+SELECT_AI_PROVIDER = env_str("SELECT_AI_PROVIDER", "builtin")
+SELECT_AI_BASE_URL = env_str("SELECT_AI_BASE_URL")  # e.g. https://api.openai.com/v1
+SELECT_AI_MODEL = env_str("SELECT_AI_MODEL")
+SELECT_AI_API_KEY = read_secret("SELECT_AI_API_KEY")
+SELECT_AI_TIMEOUT_SECONDS = env_int("SELECT_AI_TIMEOUT_SECONDS", 15)

@@ -1,0 +1,351 @@
+"""The production backend of the KB tool: Select AI behind Oracle REST Data Services (ORDS).
+
+Everything assumed about the ORDS endpoint (request, caller identity, reply) lives in this module;
+docs/ords-adapter.md describes it. The rest of hyperbook only sees kb.answers' answer shape.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import json
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from kb.answers import answer_build
+from kb.models import Stakeholder
+from kb.policy import PolicyRefused
+from kb.selectors import kb_as_of_date
+
+log = logging.getLogger(__name__)
+
+REPLY_MAX_BYTES = 4 * 1024 * 1024
+MAX_COLUMNS = 100
+MAX_NAME = 64
+MAX_SUMMARY = 500
+STAKEHOLDER_HEADER = "X-KB-Stakeholder-Id"
+_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")  # visible ASCII: nothing that could split a header
+
+
+class OutboundError(Exception):
+    """A POST to another service failed before a usable status (timeout, redirect, transport)."""
+
+    def __init__(self, reason: str, *, status: int | None = None, detail: str = ""):
+        super().__init__(" ".join(x for x in (reason, detail, status and f"HTTP {status}") if x))
+        self.reason = reason  # timeout, redirect, too_large, unreachable
+        self.status = status
+
+
+class OrdsError(Exception):
+    """ORDS did not answer usably (5xx, timeout, redirect, bad reply); the message is Korean."""
+
+    def __init__(self, message: str, *, reason: str, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+        self.status = status
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class OrdsRefused(PolicyRefused):
+    """ORDS refused the caller: 401 (token invalid or expired) or 403 (no permission)."""
+
+    def __init__(self, message: str, *, reason: str, status: int):
+        super().__init__(message, reason=reason)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class OrdsConfig:
+    url: str
+    timeout_seconds: float
+    # hyperbook's own ORDS client credential; used only while no caller bearer can be forwarded.
+    client_token: str | None = field(default=None, repr=False)
+
+
+def ords_config() -> OrdsConfig:
+    """The ORDS settings, checked; ImproperlyConfigured names what is wrong (never a secret)."""
+    url = checked_service_url(getattr(settings, "ORDS_SELECT_AI_URL", ""), "ORDS_SELECT_AI_URL")
+    timeout = _positive_seconds(settings, "ORDS_SELECT_AI_TIMEOUT_SECONDS")
+    client_token = getattr(settings, "ORDS_SELECT_AI_CLIENT_TOKEN", None) or None
+    if client_token is not None and not _TOKEN.match(client_token):
+        raise ImproperlyConfigured("ORDS_SELECT_AI_CLIENT_TOKEN must be one visible-ASCII token")
+    return OrdsConfig(url=url, timeout_seconds=timeout, client_token=client_token)
+
+
+def ords_answer(
+    *,
+    prompt: str,
+    limit: int,
+    stakeholder: Stakeholder,
+    bearer: str | None = None,
+    config: OrdsConfig | None = None,
+) -> dict:
+    """Ask ORDS Select AI `prompt` as `stakeholder`; the reply in kb.answers' answer shape.
+
+    `bearer` is the caller's own VPD token, forwarded so ORDS applies VPD for that user. Without
+    it the configured client credential is sent and the stakeholder id asserted in a header.
+    Raises OrdsRefused (a PolicyRefused) on 401/403, OrdsError on anything else unusable.
+    """
+    config = config or ords_config()
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        **_identity_headers(stakeholder, bearer=bearer, config=config),
+    }
+    try:
+        status, body = post_json(
+            config.url,
+            payload={"prompt": prompt, "limit": limit},
+            headers=headers,
+            timeout=config.timeout_seconds,
+            max_bytes=REPLY_MAX_BYTES,
+        )
+    except OutboundError as exc:
+        raise _outbound_error(exc) from None
+    if status == 401:
+        raise OrdsRefused("토큰이 유효하지 않거나 만료됨", reason="ords_unauthorized", status=401)
+    if status == 403:
+        raise OrdsRefused("이 사용자에게 조회 권한 없음", reason="ords_forbidden", status=403)
+    if status == 429:
+        raise OrdsError(
+            "ORDS 요청이 너무 많습니다. 잠시 후 다시 시도하세요.", reason="rate_limited", status=429
+        )
+    if status >= 500:
+        raise OrdsError(
+            f"ORDS Select AI 서버 오류입니다 (HTTP {status}).", reason="server_error", status=status
+        )
+    if status != 200:
+        raise OrdsError(
+            f"ORDS Select AI가 예상하지 못한 응답을 보냈습니다 (HTTP {status}).",
+            reason="unexpected_status",
+            status=status,
+        )
+    return answer_from_reply(_json_object(body), limit=limit, stakeholder=stakeholder)
+
+
+def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> dict:
+    """Map the assumed ORDS reply ({"items", "columns"?, "hasMore"?, ...}) to the answer shape."""
+    items = reply.get("items")
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise _bad_reply("items가 객체 목록이 아닙니다")
+    columns = _columns(reply.get("columns"), items)
+    names = [name for name, _label in columns]
+    rows = [{name: _cell(item.get(name)) for name in names} for item in items[:limit]]
+    masked = reply.get("masked_columns")
+    masked = [m for m in masked if m in names] if isinstance(masked, list) else []
+    summary = reply.get("summary")
+    summary = summary[:MAX_SUMMARY] if isinstance(summary, str) and summary else None
+    interpretation = {
+        "summary": summary or "ORDS Select AI 응답",
+        "source": "ords",
+        "scope": "조회 권한 범위 기준 (ORDS VPD 적용)",
+    }
+    return answer_build(
+        columns=columns,
+        rows=rows,
+        truncated=len(items) > limit or reply.get("hasMore") is True,
+        limit=limit,
+        masked_columns=masked,
+        as_of=_as_of(reply.get("as_of")),
+        stakeholder_id=stakeholder.stakeholder_id,
+        role=stakeholder.role,
+        branch_id=stakeholder.branch_id,
+        interpretation=interpretation,
+    )
+
+
+# --- identity ---------------------------------------------------------------------------------
+
+
+def _identity_headers(stakeholder: Stakeholder, *, bearer: str | None, config: OrdsConfig):
+    if bearer is not None:
+        token = normalise_bearer(bearer)
+        if token is None:
+            raise OrdsRefused(
+                "토큰이 유효하지 않거나 만료됨", reason="malformed_bearer", status=401
+            )
+        return {"Authorization": f"Bearer {token}"}
+    if config.client_token is None:
+        raise ImproperlyConfigured(
+            "KB_QUERY_BACKEND=ords needs the caller's VPD bearer (not passed by the MCP server "
+            "yet) or ORDS_SELECT_AI_CLIENT_TOKEN (or _FILE); see docs/ords-adapter.md"
+        )
+    return {
+        "Authorization": f"Bearer {config.client_token}",
+        STAKEHOLDER_HEADER: stakeholder.stakeholder_id,
+    }
+
+
+def normalise_bearer(raw: str) -> str | None:
+    """The token of "Bearer <token>" or "<token>", surrounding space removed; None if malformed."""
+    if not isinstance(raw, str):
+        return None
+    token = raw.strip()
+    if token[:7].lower() == "bearer ":
+        token = token[7:].strip()
+    return token if _TOKEN.match(token) else None
+
+
+# --- reply mapping ----------------------------------------------------------------------------
+
+
+def _json_object(body: bytes) -> dict:
+    try:
+        reply = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError):
+        raise _bad_reply("JSON이 아닙니다") from None
+    if not isinstance(reply, dict):
+        raise _bad_reply("JSON 객체가 아닙니다")
+    return reply
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _columns(declared: object, items: list[dict]) -> list[tuple[str, str]]:
+    """Declared columns ({"name","label"} objects or names) in order, else the items' keys."""
+    columns: dict[str, str] = {}
+    if isinstance(declared, list):
+        for column in declared:
+            if isinstance(column, str):
+                name, label = column, column
+            elif isinstance(column, dict) and isinstance(column.get("name"), str):
+                name = column["name"]
+                label = column.get("label") if isinstance(column.get("label"), str) else name
+            else:
+                raise _bad_reply("columns 항목이 올바르지 않습니다")
+            columns.setdefault(_column_name(name), label[:MAX_NAME] or name)
+    elif declared is None:
+        for item in items:
+            for name in item:
+                if name != "links":  # ORDS adds hypermedia links to AutoREST items
+                    columns.setdefault(_column_name(name), name)
+    else:
+        raise _bad_reply("columns가 목록이 아닙니다")
+    if len(columns) > MAX_COLUMNS:
+        raise _bad_reply("열이 너무 많습니다")
+    return list(columns.items())
+
+
+def _column_name(name: str) -> str:
+    if not name or len(name) > MAX_NAME or any(ord(ch) < 0x20 for ch in name):
+        raise _bad_reply("열 이름이 올바르지 않습니다")
+    return name
+
+
+def _cell(value: object) -> str | int | float | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):  # the answer schema has no booleans
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _as_of(value: object) -> dt.date:
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value[:10])
+        except ValueError:
+            pass
+    return kb_as_of_date()
+
+
+def _bad_reply(detail: str) -> OrdsError:
+    return OrdsError(
+        f"ORDS Select AI 응답을 해석할 수 없습니다: {detail}.", reason="invalid_reply", status=200
+    )
+
+
+def _outbound_error(exc: OutboundError) -> OrdsError:
+    messages = {
+        "timeout": "ORDS Select AI 응답 시간이 초과되었습니다. 자동으로 다시 시도하지 않습니다.",
+        "redirect": "ORDS Select AI가 리디렉션을 보냈습니다. 따라가지 않습니다 (설정 확인 필요).",
+        "too_large": "ORDS Select AI 응답이 너무 큽니다.",
+    }
+    message = messages.get(exc.reason, "ORDS Select AI에 연결할 수 없습니다.")
+    return OrdsError(message, reason=exc.reason, status=exc.status)
+
+
+# --- outbound HTTP (shared with the Select AI model provider) ---------------------------------
+
+
+def checked_service_url(raw: object, setting: str) -> str:
+    """An absolute https URL (plain http only for loopback) with no credentials, query, fragment."""
+    url = raw.strip() if isinstance(raw, str) else ""
+    if not url:
+        raise ImproperlyConfigured(f"{setting} is not set")
+    if any(ch.isspace() or ord(ch) < 0x20 or ch == "\\" for ch in url):
+        raise ImproperlyConfigured(f"{setting} contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{setting} is not a valid URL") from exc
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ImproperlyConfigured(f"{setting} must be an absolute https URL")
+    if "@" in parts.netloc or parts.query or parts.fragment or "?" in url or "#" in url:
+        raise ImproperlyConfigured(f"{setting} must not contain credentials, a query or fragment")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ImproperlyConfigured(f"{setting} must use https (plain http only for loopback)")
+    return url
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def post_json(
+    url: str, *, payload: dict, headers: dict, timeout: float, max_bytes: int
+) -> tuple[int, bytes]:
+    """POST JSON; (status, body). Redirects are never followed: a 3xx raises OutboundError.
+
+    `timeout` bounds the whole exchange, not just each read, and the body is capped at
+    `max_bytes`; neither a slow nor a huge reply can hold a worker.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            with client.stream("POST", url, json=payload, headers=headers) as response:
+                if 300 <= response.status_code < 400:
+                    raise OutboundError("redirect", status=response.status_code)
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise OutboundError("too_large", status=response.status_code)
+                    if time.monotonic() > deadline:
+                        raise OutboundError("timeout")
+                    chunks.append(chunk)
+                return response.status_code, b"".join(chunks)
+    except httpx.TimeoutException:
+        raise OutboundError("timeout") from None
+    except httpx.HTTPError as exc:
+        raise OutboundError("unreachable", detail=type(exc).__name__) from None
+
+
+def _positive_seconds(source, name: str) -> float:
+    value = getattr(source, name, None)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ImproperlyConfigured(f"{name} must be a positive number of seconds")
+    return float(value)
