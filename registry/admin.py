@@ -89,4 +89,5 @@ class McpServerAdmin(admin.ModelAdmin):
             formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
 
-from registry import admin_delegations  # noqa: E402,F401  (registers the delegation admin)
+# The other registry admin pages live in their own modules; importing them registers them.
+from registry import admin_console, admin_delegations, admin_pins  # noqa: E402, F401

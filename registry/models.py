@@ -171,3 +171,86 @@ class TokenDelegation(models.Model):
         if self.expires_at <= now:
             return "expired"
         return "active"
+
+
+class ConsoleTurn(models.Model):
+    """One discovery-console exchange, as its admin saw it. Never a token: a prefix and
+    fingerprint identify which one was used."""
+
+    class Kind(models.TextChoices):
+        DISCOVER = "discover", _("탐색")
+        CALL = "call", _("호출")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="console_turns",
+        verbose_name=_("관리자"),
+    )
+    created_at = models.DateTimeField(_("시각"), auto_now_add=True)
+    kind = models.CharField(_("종류"), max_length=16, choices=Kind.choices)
+    server_id = models.CharField(_("서버"), max_length=64)
+    tool = models.CharField(_("도구"), max_length=128, blank=True)
+    stakeholder_id = models.CharField(_("관계자 ID"), max_length=16, blank=True)
+    prompt = models.TextField(_("질문"), blank=True)
+    status = models.CharField(_("결과"), max_length=32)
+    http_status = models.PositiveSmallIntegerField(_("HTTP 상태"), null=True, blank=True)
+    message = models.CharField(_("메시지"), max_length=300, blank=True)
+    row_count = models.IntegerField(_("행 수"), null=True, blank=True)
+    rendered = models.JSONField(_("표시된 결과"), default=dict, blank=True)
+    token_prefix = models.CharField(_("토큰 접두어"), max_length=16, blank=True)
+    token_fingerprint = models.CharField(_("토큰 지문"), max_length=64, blank=True)
+    request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "-created_at"])]
+        verbose_name = _("탐색 콘솔 기록")
+        verbose_name_plural = _("MCP 탐색 콘솔")
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.server_id} {self.stakeholder_id} {self.status}"
+
+
+class ToolPin(models.Model):
+    """The definition of a server's tool as first seen (or last approved), by hash.
+
+    A later discovery that sees another definition keeps it as pending and calls to the tool are
+    held until an admin approves it: a server cannot silently change what a tool says or takes.
+    """
+
+    server = models.ForeignKey(
+        McpServer, on_delete=models.CASCADE, related_name="tool_pins", verbose_name=_("서버")
+    )
+    tool_name = models.CharField(_("도구 이름"), max_length=128)
+    definition_hash = models.CharField(_("정의 해시 (SHA-256)"), max_length=64)
+    definition = models.JSONField(_("고정된 정의"))
+    pinned_at = models.DateTimeField(_("고정 시각"))
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("승인자"),
+        help_text=_("비어 있으면 처음 발견할 때 자동으로 고정된 정의입니다."),
+    )
+    pending_hash = models.CharField(_("변경된 정의 해시"), max_length=64, blank=True)
+    pending_definition = models.JSONField(_("변경된 정의"), null=True, blank=True)
+    changed_at = models.DateTimeField(_("변경 발견 시각"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["server", "tool_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "tool_name"], name="unique_pin_per_tool")
+        ]
+        permissions = [("approve_toolpin", _("변경된 도구 정의를 승인할 수 있음"))]
+        verbose_name = _("도구 정의 고정")
+        verbose_name_plural = _("도구 정의 고정")
+
+    def __str__(self) -> str:
+        return f"{self.server_id}:{self.tool_name}"
+
+    @property
+    def is_held(self) -> bool:
+        return bool(self.pending_hash)

@@ -36,7 +36,10 @@ def database_url_for_servers() -> str:
 def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1):
     """Start uvicorn on a free loopback port; yield its base URL; stop it at the end."""
     port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
     env = {
+        # The server's discovery console talks to the server's own /mcp unless told otherwise.
+        "KB_MCP_BASE_URL": base_url,
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
         "DATABASE_URL": database_url_for_servers(),
@@ -58,7 +61,6 @@ def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1)
     ]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
-    base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -1,0 +1,112 @@
+"""The MCP discovery console inside the admin: thin views over registry.console."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
+
+from kb.models import Stakeholder
+from registry import console
+from registry.models import ConsoleTurn, McpServer
+
+
+class ConsoleForm(forms.Form):
+    server = forms.ModelChoiceField(
+        McpServer.objects.filter(enabled=True),
+        label=_("MCP 서버"),
+        to_field_name="server_id",
+        initial="kb_mcp",
+        empty_label=None,
+    )
+    stakeholder = forms.ChoiceField(label=_("관계자 (토큰 프리셋)"), required=False)
+    one_time_bearer = forms.CharField(
+        label=_("또는 일회용 VPD 토큰"),
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        max_length=600,
+    )
+    prompt = forms.CharField(
+        label=_("질문"), required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80})
+    )
+    limit = forms.IntegerField(label=_("최대 행 수"), min_value=1, max_value=100, initial=20)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        preset_ids, self.preset_problem = console.console_presets()
+        people = {s.pk: s for s in Stakeholder.objects.filter(pk__in=preset_ids)}
+        self.fields["stakeholder"].choices = [("", "—")] + [
+            (pk, f"{person.get_role_label()} {pk} ({person.name})")
+            for pk, person in sorted(people.items())
+        ]
+
+
+@admin.register(ConsoleTurn)
+class ConsoleAdmin(admin.ModelAdmin):
+    """The changelist of ConsoleTurn is the console itself: a form, the result, the history."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return obj is None or obj.user_id == request.user.pk
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("delete/", view(self.delete_history_view), name="registry_console_delete"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = ConsoleForm(request.POST or None)
+        turn = None
+        if request.method == "POST" and form.is_valid():
+            turn = self._run(request, form)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("MCP 탐색 콘솔"),
+            "form": form,
+            "turn": turn,
+            "history": console.console_history(user=request.user)[:30],
+        }
+        return TemplateResponse(request, "admin/registry/console.html", context)
+
+    def _run(self, request, form):
+        data = form.cleaned_data
+        try:
+            token = console.console_token(
+                stakeholder_id=data["stakeholder"], one_time_bearer=data["one_time_bearer"]
+            )
+        except console.ConsoleError as exc:
+            form.add_error(None, str(exc))
+            return None
+        if request.POST.get("action") == "discover":
+            return console.console_discover(user=request.user, server=data["server"], token=token)
+        if not data["prompt"].strip():
+            form.add_error("prompt", _("질문을 입력하세요."))
+            return None
+        return console.console_call(
+            user=request.user,
+            server=data["server"],
+            token=token,
+            prompt=data["prompt"],
+            limit=data["limit"],
+        )
+
+    def delete_history_view(self, request):
+        if request.method == "POST":
+            turn_id = request.POST.get("turn")
+            deleted = console.console_history_delete(
+                user=request.user, turn_id=int(turn_id) if turn_id and turn_id.isdigit() else None
+            )
+            messages.success(request, _("기록 %(n)s건을 삭제했습니다.") % {"n": deleted})
+        return redirect(reverse("admin:registry_consoleturn_changelist"))

@@ -1,0 +1,182 @@
+"""Ask the registered KB MCP server a question as one stakeholder, from a terminal."""
+
+import getpass
+import time
+import unicodedata
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from kb.models import Stakeholder
+from registry.mcp_client import (
+    LIMIT_MAX,
+    LIMIT_MIN,
+    McpClientError,
+    audit_console_event,
+    call_kb_select_ai,
+    discover_kb_tools,
+    to_public_mcp_error,
+)
+from registry.presets import PresetFileError, read_token_presets
+from registry.selectors import server_get_enabled
+
+MAX_CELL_WIDTH = 40
+
+
+class Command(BaseCommand):
+    help = (
+        "Ask the registered KB MCP server (KB_MCP_BASE_URL + /mcp) a question with a stakeholder's "
+        "VPD token from the preset file (owner-only, 0600), and print the answer as a table."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("question", nargs="?", default="", help="질문 (예: 담당 고객 목록)")
+        parser.add_argument(
+            "--as", dest="stakeholder", required=True, help="stakeholder id, e.g. KB-P-001"
+        )
+        parser.add_argument("--limit", type=int, default=50, help="rows, 1..100 (clamped)")
+        parser.add_argument("--server", default="kb_mcp", help="registered server id")
+        parser.add_argument(
+            "--presets",
+            default=None,
+            help="token preset file (default: settings.VPD_TOKEN_PRESETS_FILE)",
+        )
+        parser.add_argument(
+            "--discover", action="store_true", help="only discover the server's tools"
+        )
+
+    def handle(self, *args, question, stakeholder, limit, server, presets, discover, **options):
+        if not discover and not question.strip():
+            raise CommandError("질문을 입력하세요.")
+        registered = server_get_enabled(server_id=server)
+        if registered is None:
+            raise CommandError(f"no enabled MCP server {server!r} is registered")
+        path = Path(presets) if presets else Path(settings.VPD_TOKEN_PRESETS_FILE)
+        try:
+            token = read_token_presets(path).get(stakeholder)
+        except PresetFileError as exc:
+            raise CommandError(str(exc)) from None
+        if not token:
+            # Nothing is sent without a token.
+            raise CommandError(f"{path} has no token for {stakeholder}")
+        person = Stakeholder.objects.filter(stakeholder_id=stakeholder).first()
+        audit = {
+            "server_id": registered.server_id,
+            "tool": registered.default_tool,
+            "token": token,
+            "stakeholder_id": stakeholder,
+            "stakeholder_role": person.role if person else "",
+            "actor": f"console:{_os_user()}",
+        }
+        started = time.perf_counter()
+        try:
+            if discover:
+                outcome = discover_kb_tools(registered, token)
+            else:
+                outcome = call_kb_select_ai(registered, token, question, limit)
+        except McpClientError as exc:
+            elapsed = (time.perf_counter() - started) * 1000
+            action = "console.discover" if discover else "console.call"
+            prompt = None if discover else question
+            audit_console_event(
+                action=action, error=exc, prompt=prompt, latency_ms=elapsed, **audit
+            )
+            public = to_public_mcp_error(exc)
+            status = f" (HTTP {public.http_status})" if public.http_status else ""
+            request = f" [request id {exc.request_id}]" if exc.request_id else ""
+            raise CommandError(f"{public.message}{status}{request}") from None
+        elapsed = (time.perf_counter() - started) * 1000
+        if discover:
+            audit_console_event(
+                action="console.discover", result=outcome, latency_ms=elapsed, **audit
+            )
+            self._print_discovery(outcome)
+            return
+        audit_console_event(
+            action="console.call", result=outcome, prompt=question, latency_ms=elapsed, **audit
+        )
+        if outcome.is_error:
+            raise CommandError(f"도구 오류: {outcome.text[:500]} [request id {outcome.request_id}]")
+        self._print_answer(outcome)
+
+    def _print_discovery(self, discovery):
+        self.stdout.write(f"서버: {discovery.server_id} ({discovery.endpoint})")
+        self.stdout.write(f"프로토콜 버전: {discovery.protocol_version}")
+        self.stdout.write(f"세션 발급: {'예' if discovery.session_issued else '아니요'}")
+        self.stdout.write(f"도구: {', '.join(discovery.tool_names)}")
+        self.stdout.write(f"허용 도구: {discovery.tool} (고정 상태: {discovery.pin_state})")
+
+    def _print_answer(self, result):
+        answer = result.answer or {}
+        interpretation = answer.get("interpretation") or {}
+        summary = interpretation.get("summary") or ""
+        stakeholder = answer.get("stakeholder") or {}
+        self.stdout.write(f"해석: {summary}")
+        self.stdout.write(
+            f"조회자: {stakeholder.get('id', '')} ({stakeholder.get('role', '')}), "
+            f"기준일 {answer.get('as_of', '')}"
+        )
+        help_ = interpretation.get("help") or {}
+        if help_.get("message"):
+            self.stdout.write(help_["message"])
+            for example in help_.get("examples") or []:
+                self.stdout.write(f"  - {example}")
+        columns = answer.get("columns") or []
+        rows = answer.get("rows") or []
+        if columns:
+            self.stdout.write("")
+            self.stdout.write(_table(columns, rows, set(answer.get("masked_columns") or [])))
+        more = " (더 있음)" if answer.get("truncated") else ""
+        self.stdout.write("")
+        self.stdout.write(
+            f"{result.row_count or 0}건{more} · limit {result.limit} "
+            f"({LIMIT_MIN}~{LIMIT_MAX}) · request id {result.request_id}"
+        )
+        if answer.get("masked_columns"):
+            self.stdout.write(f"마스킹된 열: {', '.join(answer['masked_columns'])}")
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in this environment
+        return "unknown"
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def _fit(text: str, width: int) -> str:
+    if _width(text) > MAX_CELL_WIDTH:
+        while _width(text) > MAX_CELL_WIDTH - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * (width - _width(text))
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    return str(value).replace("\n", " ")
+
+
+def _table(columns: list[dict], rows: list[dict], masked: set[str]) -> str:
+    """Columns labelled in Korean (with their ids), wide characters counted as two."""
+    names = [c.get("name", "") for c in columns]
+    headers = [
+        f"{c.get('label') or c.get('name', '')}({c.get('name', '')})"
+        + ("*" if c.get("name") in masked else "")
+        for c in columns
+    ]
+    cells = [[_cell(row.get(name)) for name in names] for row in rows]
+    widths = [
+        min(MAX_CELL_WIDTH, max([_width(h)] + [_width(r[i]) for r in cells]))
+        for i, h in enumerate(headers)
+    ]
+    lines = [" | ".join(_fit(h, w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("-+-".join("-" * w for w in widths))
+    for row in cells:
+        lines.append(" | ".join(_fit(v, w) for v, w in zip(row, widths, strict=True)))
+    return "\n".join(line.rstrip() for line in lines)

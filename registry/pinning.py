@@ -1,0 +1,130 @@
+"""Tool pinning: a tool's definition is trusted on first discovery; a later change is held for
+an admin to review and approve (a defence against a server changing a tool under its callers)."""
+
+import difflib
+import json
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from audit.services import audit_change
+from registry.mcp_client import canonical_tool_definition, tool_definition_hash
+from registry.models import McpServer, ToolPin
+
+PINNED = "pinned"  # first seen now, pinned automatically (trust on first use)
+UNCHANGED = "unchanged"
+HELD = "held"  # differs from the pin: calls wait for an admin
+UNREGISTERED = "unregistered"  # not a registered server: nothing stored, nothing to compare
+
+
+class PinError(ValueError):
+    """An approval could not be applied; the message is safe to show."""
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    state: str
+    pin: ToolPin | None = None
+
+
+def tool_pin_check(*, server: McpServer | None, tool_name: str, definition: dict) -> PinCheck:
+    """Compare a discovered definition with the tool's pin; pin it if it has none.
+
+    A definition other than the pinned one is kept as pending (the newest one seen) and the
+    state is HELD until an admin approves it. The pin and its audit event commit together.
+    """
+    if server is None:
+        return PinCheck(UNREGISTERED)
+    canonical = canonical_tool_definition(definition)
+    digest = tool_definition_hash(definition)
+    target = f"{server.server_id}:{tool_name}"
+    with transaction.atomic():
+        pin = ToolPin.objects.select_for_update().filter(server=server, tool_name=tool_name).first()
+        if pin is None:
+            pin, created = ToolPin.objects.get_or_create(
+                server=server,
+                tool_name=tool_name,
+                defaults={
+                    "definition_hash": digest,
+                    "definition": canonical,
+                    "pinned_at": timezone.now(),
+                },
+            )
+            if created:
+                audit_change(
+                    action="registry.tool_pinned",
+                    actor=None,
+                    target=target,
+                    before=None,
+                    after={"definition_hash": digest},
+                )
+                return PinCheck(PINNED, pin)
+            pin = ToolPin.objects.select_for_update().get(pk=pin.pk)
+        if pin.definition_hash == digest:
+            return PinCheck(UNCHANGED, pin)
+        if pin.pending_hash != digest:
+            before = {"definition_hash": pin.definition_hash, "pending_hash": pin.pending_hash}
+            pin.pending_hash = digest
+            pin.pending_definition = canonical
+            pin.changed_at = timezone.now()
+            pin.save(update_fields=["pending_hash", "pending_definition", "changed_at"])
+            audit_change(
+                action="registry.tool_changed",
+                actor=None,
+                target=target,
+                before=before,
+                after={"definition_hash": pin.definition_hash, "pending_hash": digest},
+            )
+        return PinCheck(HELD, pin)
+
+
+def tool_pin_approve(*, pin: ToolPin, expected_hash: str, actor) -> ToolPin:
+    """Make the pending definition the pinned one. `expected_hash` is the pending hash the admin
+    reviewed: if the server changed the tool again meanwhile, nothing is approved."""
+    with transaction.atomic():
+        current = ToolPin.objects.select_for_update().select_related("server").get(pk=pin.pk)
+        if not current.pending_hash:
+            raise PinError(_("승인할 변경된 정의가 없습니다."))
+        if current.pending_hash != expected_hash:
+            raise PinError(_("검토한 뒤 도구 정의가 다시 바뀌었습니다. 새 차이를 확인하세요."))
+        before = {"definition_hash": current.definition_hash, "definition": current.definition}
+        current.definition_hash = current.pending_hash
+        current.definition = current.pending_definition
+        current.pinned_at = timezone.now()
+        current.approved_by = actor
+        current.pending_hash = ""
+        current.pending_definition = None
+        current.changed_at = None
+        current.save()
+        audit_change(
+            action="registry.tool_pin_approved",
+            actor=actor,
+            target=f"{current.server.server_id}:{current.tool_name}",
+            before=before,
+            after={"definition_hash": current.definition_hash, "definition": current.definition},
+        )
+    return current
+
+
+def pretty_definition(definition: dict | None) -> str:
+    """A definition as stable, readable JSON (sorted keys, Korean kept as is)."""
+    if definition is None:
+        return ""
+    return json.dumps(definition, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def pin_definition_diff(pin: ToolPin) -> str:
+    """A unified diff from the pinned definition to the pending one ("" if nothing is pending)."""
+    if not pin.pending_hash:
+        return ""
+    return "\n".join(
+        difflib.unified_diff(
+            pretty_definition(pin.definition).splitlines(),
+            pretty_definition(pin.pending_definition).splitlines(),
+            fromfile=f"pinned {pin.definition_hash[:12]}",
+            tofile=f"pending {pin.pending_hash[:12]}",
+            lineterm="",
+        )
+    )

@@ -1,0 +1,75 @@
+"""Fixtures for the MCP client tests: our own /mcp (re-exported), a fault server, a bystander,
+and registered servers committed for the duration of a test."""
+
+import uuid
+
+import pytest
+
+from registry.declarations import KB_TOOL_NAME, validate_mcp_server
+from registry.models import McpServer
+from registry.services import server_save
+from tests.mcpserver.conftest import server, world  # noqa: F401  (re-exported fixtures)
+from tests.registry.fault_server import FaultServer, RecordingServer, serving
+
+
+def kb_declaration(server_id: str = "kb_mcp", **overrides) -> dict:
+    return {
+        "id": server_id,
+        "enabled": True,
+        "provider": "kb_vpd_streamable_http",
+        "transport": "streamable_http",
+        "base_url_env": "KB_MCP_BASE_URL",
+        "endpoint_path": "/mcp",
+        "auth_delivery": "per_request_vpd_bearer",
+        "timeout_seconds_env": "POC3_MCP_TIMEOUT_SECONDS",
+        "default_tool": KB_TOOL_NAME,
+        "tool_allowlist": [KB_TOOL_NAME],
+        "router_mode": "direct",
+        "description": "KB VPD Select AI MCP (tests)",
+        **overrides,
+    }
+
+
+def unique_id(prefix: str = "fault") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def committed_db(django_db_setup, django_db_blocker):
+    """Database access in autocommit: what the client writes is committed at once, so no open
+    transaction in this process holds SQLite's write lock while a server process writes."""
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture
+def register(committed_db):
+    """register(mapping) -> McpServer, saved through the service; removed after the test."""
+    created: list[str] = []
+
+    def register(mapping: dict) -> McpServer:
+        saved, _ = server_save(declaration=validate_mcp_server(mapping))
+        created.append(saved.server_id)
+        return saved
+
+    yield register
+    McpServer.objects.filter(server_id__in=created).delete()
+
+
+@pytest.fixture
+def fault():
+    with serving(FaultServer()) as app:
+        yield app
+
+
+@pytest.fixture
+def elsewhere():
+    with serving(RecordingServer()) as app:
+        yield app
+
+
+@pytest.fixture
+def fault_kb(fault, register):
+    """A registered KB server (unique id) whose KB_MCP_BASE_URL is the fault server."""
+    registered = register(kb_declaration(unique_id()))
+    return registered, {"KB_MCP_BASE_URL": fault.url}

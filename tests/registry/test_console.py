@@ -1,0 +1,131 @@
+"""The admin discovery console against a real /mcp server process."""
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+
+from audit.models import AuditEvent
+from registry.models import ConsoleTurn
+from registry.presets import write_token_presets
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+PROMPT = "담당 고객의 보험료 상세를 보여줘"
+
+
+@pytest.fixture
+def console(server, world, settings, tmp_path, django_db_blocker):
+    presets = tmp_path / "presets.json"
+    write_token_presets(presets, {k: world.tokens[k] for k in ("KB-P-001", "KB-M-001", "KB-P-099")})
+    settings.VPD_TOKEN_PRESETS_FILE = presets
+    settings.KB_MCP_BASE_URL = server.url
+    with django_db_blocker.unblock():
+        call_command("import_mcp_servers", str(settings.MCP_SERVERS_FILE), verbosity=0)
+        user, _ = User.objects.get_or_create(
+            username="console-admin", is_staff=True, is_superuser=True
+        )
+        client = Client()
+        client.force_login(user)
+        yield client, user
+
+
+def post(client, **data):
+    payload = {
+        "server": "kb_mcp",
+        "stakeholder": "",
+        "one_time_bearer": "",
+        "prompt": "",
+        "limit": "100",
+        **data,
+    }
+    return client.post("/admin/registry/consoleturn/", payload)
+
+
+def test_discovery_shows_version_session_tools_and_pin(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-001", action="discover").content.decode()
+    assert "2025-11-25" in body
+    assert "stateless" in body
+    assert "ords.query.kb_select_ai_vpd" in body
+
+
+def test_two_stakeholders_see_different_rows_and_no_token_anywhere(
+    console,
+    world,
+    django_db_blocker,
+):
+    client, user = console
+    with django_db_blocker.unblock():
+        planner = post(client, stakeholder="KB-P-001", prompt=PROMPT, action="call")
+        manager = post(client, stakeholder="KB-M-001", prompt=PROMPT, action="call")
+        turns = list(ConsoleTurn.objects.filter(user=user).values())
+        events = list(AuditEvent.objects.filter(action__startswith="console.").values())
+    planner_body, manager_body = planner.content.decode(), manager.content.decode()
+    planner_rows = {r[0] for r in turns[1]["rendered"]["rows"]}
+    manager_rows = {r[0] for r in turns[0]["rendered"]["rows"]}
+    assert planner_rows and manager_rows and planner_rows != manager_rows
+    assert "담당 고객" in planner_body  # the interpretation is shown
+    for token in (world.tokens["KB-P-001"], world.tokens["KB-M-001"]):
+        for text in (planner_body, manager_body, repr(turns), repr(events)):
+            assert token not in text
+    assert {t["stakeholder_id"] for t in turns} == {"KB-P-001", "KB-M-001"}
+    assert all(t["token_prefix"] and t["token_fingerprint"] for t in turns)
+    assert len([e for e in events if e["action"] == "console.call"]) >= 2
+
+
+def test_a_suspended_stakeholder_gets_the_korean_permission_message(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-099", prompt=PROMPT, action="call").content.decode()
+    assert "이 사용자에게 조회 권한 없음" in body
+
+
+def test_a_forged_one_time_bearer_gets_the_korean_token_message(console, django_db_blocker):
+    client, _ = console
+    forged = "hbvpd_forged-console-token-0000000000"
+    with django_db_blocker.unblock():
+        body = post(client, one_time_bearer=forged, prompt=PROMPT, action="call").content.decode()
+    assert "토큰이 유효하지 않거나 만료됨" in body
+    assert forged not in body
+
+
+def test_no_token_sends_nothing(console, django_db_blocker):
+    client, user = console
+    with django_db_blocker.unblock():
+        before = AuditEvent.objects.count()
+        body = post(client, prompt=PROMPT, action="call").content.decode()
+        assert AuditEvent.objects.count() == before
+    assert "토큰이 없습니다" in body
+
+
+def test_a_preset_file_readable_by_others_is_refused(console, settings, django_db_blocker):
+    client, _ = console
+    settings.VPD_TOKEN_PRESETS_FILE.chmod(0o644)
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-001", prompt=PROMPT, action="call").content.decode()
+    assert "chmod 600" in body
+
+
+def test_history_is_per_user_and_deletable(console, django_db_blocker):
+    client, user = console
+    with django_db_blocker.unblock():
+        post(client, stakeholder="KB-P-001", prompt=PROMPT, action="call")
+        other = User.objects.create_user("other-admin", is_staff=True, is_superuser=True)
+        other_client = Client()
+        other_client.force_login(other)
+        other_page = other_client.get("/admin/registry/consoleturn/").content.decode()
+        assert PROMPT not in other_page
+        client.post("/admin/registry/consoleturn/delete/")
+        assert not ConsoleTurn.objects.filter(user=user).exists()
+
+
+def test_masked_columns_are_marked_in_the_table(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-M-001", prompt="담당 고객 목록", action="call")
+    html = body.content.decode()
+    # A branch manager sees phone numbers with the middle masked; the column says so.
+    assert 'class="masked" data-column="phone"' in html
+    assert "-****-" in html

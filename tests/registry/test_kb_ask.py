@@ -1,0 +1,149 @@
+"""`manage.py kb_ask`, run as a real process against the live /mcp, with a preset file."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from audit.models import AuditEvent
+from registry.presets import write_token_presets
+from registry.tokens import display_prefix, token_fingerprint
+from tests.live import ROOT, database_url_for_servers
+from tests.registry.conftest import kb_declaration
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+QUESTION = "담당 고객의 보험료 상세를 보여줘"
+FORGED = "hbvpd_forged-token-that-was-never-issued-000"
+
+
+@pytest.fixture
+def kb_mcp(server, register):
+    return register(kb_declaration("kb_mcp"))
+
+
+@pytest.fixture
+def presets(world, tmp_path):
+    path = tmp_path / "vpd_token_presets.json"
+    write_token_presets(path, {**world.tokens, "KB-X-FORGED": FORGED})
+    return path
+
+
+def kb_ask(*args, presets, base_url, extra_env=None):
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
+        "DATABASE_URL": database_url_for_servers(),
+        "KB_MCP_BASE_URL": base_url,
+        "VPD_TOKEN_PRESETS_FILE": str(presets),
+        "POC3_MCP_TIMEOUT_SECONDS": "30",
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", "kb_ask", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def last_console_event(stakeholder_id: str) -> AuditEvent:
+    return (
+        AuditEvent.objects.filter(action__startswith="console.", stakeholder_id=stakeholder_id)
+        .order_by("-sequence")
+        .first()
+    )
+
+
+def test_the_planner_gets_a_table_of_their_customers(kb_mcp, presets, server, world):
+    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url=server.url)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("해석: ")
+    assert "(customer_id)" in out  # id columns are shown, with their Korean labels
+    shown = {c for c in world.visible_customers["KB-P-001"] if c in out}
+    assert shown, out
+    others = world.visible_customers["KB-M-001"] - world.visible_customers["KB-P-001"]
+    assert not any(c in out for c in others)
+    assert "request id" in out
+    token = world.tokens["KB-P-001"]
+    assert token not in out and token not in result.stderr
+
+    event = last_console_event("KB-P-001")
+    assert (event.action, event.outcome, event.http_status) == ("console.call", "allowed", 200)
+    assert (event.target, event.tool) == ("kb_mcp", "ords.query.kb_select_ai_vpd")
+    assert event.stakeholder_role == "planner"
+    assert event.token_prefix == display_prefix(token)
+    assert event.token_fingerprint == token_fingerprint(token)
+    assert event.row_count and event.row_count > 0
+    assert event.prompt_length == len(QUESTION) and event.prompt_hash
+    assert QUESTION not in str(event.changes) and token not in str(event.changes)
+    # The server's own event for the same tools/call carries the same request id.
+    assert AuditEvent.objects.filter(action="mcp.tools_call", request_id=event.request_id).exists()
+
+
+def test_the_limit_is_passed_and_clamped(kb_mcp, presets, server):
+    result = kb_ask(
+        "--as", "KB-M-001", "담당 고객 목록", "--limit", "2", presets=presets, base_url=server.url
+    )
+    assert result.returncode == 0, result.stderr
+    assert "limit 2 " in result.stdout
+    assert last_console_event("KB-M-001").row_count <= 2
+
+
+def test_a_suspended_user_is_told_they_have_no_permission(kb_mcp, presets, server, world):
+    result = kb_ask("--as", "KB-P-099", QUESTION, presets=presets, base_url=server.url)
+    assert result.returncode != 0
+    assert "이 사용자에게 조회 권한 없음" in result.stderr
+    assert world.tokens["KB-P-099"] not in result.stdout + result.stderr
+    event = last_console_event("KB-P-099")
+    assert (event.outcome, event.http_status, event.detail) == ("forbidden", 403, "forbidden")
+
+
+def test_a_forged_token_is_told_it_is_invalid_or_expired(kb_mcp, presets, server):
+    result = kb_ask("--as", "KB-X-FORGED", QUESTION, presets=presets, base_url=server.url)
+    assert result.returncode != 0
+    assert "토큰이 유효하지 않거나 만료됨" in result.stderr
+    assert FORGED not in result.stdout + result.stderr
+    assert last_console_event("KB-X-FORGED").outcome == "unauthenticated"
+
+
+def test_a_preset_file_others_can_read_is_refused_and_nothing_is_sent(kb_mcp, presets, server):
+    presets.chmod(0o644)
+    before = AuditEvent.objects.filter(action__startswith="mcp.").count()
+    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url=server.url)
+    assert result.returncode != 0
+    assert "chmod 600" in result.stderr
+    assert AuditEvent.objects.filter(action__startswith="mcp.").count() == before
+
+
+def test_a_stakeholder_without_a_preset_is_refused_before_anything_is_sent(kb_mcp, presets, server):
+    before = AuditEvent.objects.filter(action__startswith="mcp.").count()
+    result = kb_ask("--as", "KB-P-404", QUESTION, presets=presets, base_url=server.url)
+    assert result.returncode != 0
+    assert "no token for KB-P-404" in result.stderr
+    assert AuditEvent.objects.filter(action__startswith="mcp.").count() == before
+
+
+def test_without_kb_mcp_base_url_it_says_the_server_address_is_not_set(kb_mcp, presets):
+    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url="")
+    assert result.returncode != 0
+    assert "MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다." in result.stderr
+
+
+def test_discover_lists_the_servers_tools(kb_mcp, presets, server):
+    result = kb_ask("--as", "KB-H-001", "--discover", presets=presets, base_url=server.url)
+    assert result.returncode == 0, result.stderr
+    assert "프로토콜 버전: 2025-11-25" in result.stdout
+    assert "ords.query.kb_select_ai_vpd" in result.stdout
+    assert "세션 발급: 아니요" in result.stdout
+    event = last_console_event("KB-H-001")
+    assert (event.action, event.outcome, event.rpc_method) == (
+        "console.discover",
+        "allowed",
+        "tools/list",
+    )
