@@ -9,6 +9,7 @@ from .env import env_str
 # One test database per test run (several runs may share a machine). For SQLite a file, not
 # memory: end-to-end tests run a real server process against the same database.
 _RUN = os.environ.get("HYPERBOOK_TEST_RUN_ID") or str(os.getpid())
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/ yet
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_hyperbook_{_RUN}.sqlite3")}
 else:

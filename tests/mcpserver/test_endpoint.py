@@ -231,3 +231,20 @@ def test_a_same_origin_page_is_allowed_whatever_the_port(server, world):
     own_origin = server.url  # http://127.0.0.1:<port>, not in MCP_ALLOWED_ORIGINS
     response = server.post(rpc("tools/list"), planner_token(world), headers={"Origin": own_origin})
     assert response.status_code == 200
+
+
+def test_the_2026_07_28_request_path_lists_the_tool(server, world):
+    # Protocol 2026-07-28 has no initialize handshake: each request carries its own envelope.
+    envelope = {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    }
+    response = server.post(
+        rpc("tools/list", envelope),
+        planner_token(world),
+        headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+    )
+    assert response.status_code == 200, response.text
+    assert [t["name"] for t in response.json()["result"]["tools"]] == [TOOL]
