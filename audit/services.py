@@ -3,11 +3,13 @@
 import hashlib
 import hmac
 import logging
+import threading
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from audit.chain import GENESIS_HASH, event_hash
@@ -30,6 +32,8 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
 
     Each dict holds AuditEvent field values (unknown keys are refused). The chain head row is locked
     for the transaction, so concurrent writers (threads, workers, hosts) never interleave a chain.
+    Every /mcp request comes through here, so the statements are built once per thread and run
+    directly (values still pass through each field's own preparation, exactly as the ORM would).
     """
     events = list(events)
     if not events:
@@ -38,34 +42,112 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
         unknown = set(values) - _EVENT_FIELDS
         if unknown:
             raise ValueError(f"unknown audit fields: {sorted(unknown)}")
+    connection = connections[DEFAULT_DB_ALIAS]
     with transaction.atomic():
-        ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
-        head = ChainHead.objects.select_for_update().get(source=source)
-        sequence, prev_hash = head.last_sequence, head.last_hash
-        rows = []
-        now = timezone.now()
-        for values in events:
-            sequence += 1
-            row = {
-                "masked_columns": [],
-                "changes": {},
-                **{name: "" for name in _BLANK_TEXT},
-                **values,
-                "id": values.get("id") or uuid.uuid4(),
-                "source": source,
-                "sequence": sequence,
-                "occurred_at": values.get("occurred_at") or now,
-                "prev_hash": prev_hash,
-            }
-            row["hash"] = prev_hash = event_hash(row)
-            rows.append(AuditEvent(**row))
-        AuditEvent.objects.bulk_create(rows)
-        Delivery.objects.bulk_create(
-            Delivery(event_id=row.id, sequence=row.sequence, next_attempt_at=now) for row in rows
-        )
-        ChainHead.objects.filter(source=source).update(last_sequence=sequence, last_hash=prev_hash)
+        statements = _statements(connection)
+        with connection.cursor() as cursor:
+            cursor.execute(statements.head, [source])
+            found = cursor.fetchone()
+            if found is None:
+                ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
+                cursor.execute(statements.head, [source])
+                found = cursor.fetchone()
+            sequence, prev_hash = found
+            now = timezone.now()
+            rows = []
+            for values in events:
+                sequence += 1
+                row = {
+                    "masked_columns": [],
+                    "changes": {},
+                    **{name: "" for name in _BLANK_TEXT},
+                    **values,
+                    "id": values.get("id") or uuid.uuid4(),
+                    "source": source,
+                    "sequence": sequence,
+                    "occurred_at": values.get("occurred_at") or now,
+                    "prev_hash": prev_hash,
+                }
+                row["hash"] = prev_hash = event_hash(row)
+                rows.append(row)
+            cursor.executemany(
+                statements.insert_event,
+                [_prepared(_EVENT_COLUMNS, row, connection) for row in rows],
+            )
+            cursor.executemany(
+                statements.insert_delivery,
+                [
+                    _prepared(
+                        _DELIVERY_COLUMNS,
+                        {
+                            "event_id": row["id"],
+                            "sequence": row["sequence"],
+                            "next_attempt_at": now,
+                        },
+                        connection,
+                    )
+                    for row in rows
+                ],
+            )
+            cursor.execute(statements.update_head, [sequence, prev_hash, source])
         transaction.on_commit(_queue_delivery)
-    return rows
+    return [_saved_event(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class _Statements:
+    head: str
+    update_head: str
+    insert_event: str
+    insert_delivery: str
+
+
+_EVENT_COLUMNS = tuple(AuditEvent._meta.concrete_fields)
+_DELIVERY_COLUMNS = tuple(Delivery._meta.concrete_fields)
+_statements_by_thread = threading.local()
+
+
+def _statements(connection) -> _Statements:
+    # Only model metadata and quoted names go into this SQL; every value is a bound parameter.
+    cached = getattr(_statements_by_thread, connection.vendor, None)
+    if cached is not None:
+        return cached
+    quote = connection.ops.quote_name
+
+    def insert(model, fields) -> str:
+        columns = ", ".join(quote(f.column) for f in fields)
+        return (
+            f"INSERT INTO {quote(model._meta.db_table)} ({columns}) "  # noqa: S608
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+        )
+
+    head = quote(ChainHead._meta.db_table)
+    # SQLite has no row locks; its IMMEDIATE transactions already serialise writers.
+    lock = "" if connection.vendor == "sqlite" else " FOR UPDATE"
+    statements = _Statements(
+        head=f"SELECT last_sequence, last_hash FROM {head} WHERE source = %s{lock}",  # noqa: S608
+        update_head=f"UPDATE {head} SET last_sequence = %s, last_hash = %s WHERE source = %s",  # noqa: S608
+        insert_event=insert(AuditEvent, _EVENT_COLUMNS),
+        insert_delivery=insert(Delivery, _DELIVERY_COLUMNS),
+    )
+    setattr(_statements_by_thread, connection.vendor, statements)
+    return statements
+
+
+def _prepared(fields, values: dict, connection) -> list:
+    return [
+        field.get_db_prep_save(
+            values[field.attname] if field.attname in values else field.get_default(), connection
+        )
+        for field in fields
+    ]
+
+
+def _saved_event(row: dict) -> AuditEvent:
+    event = AuditEvent(**row)
+    event._state.adding = False
+    event._state.db = DEFAULT_DB_ALIAS
+    return event
 
 
 def audit_record(**values) -> AuditEvent:

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from core.prepared import PreparedValuesQuery
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
-from registry.services import delegation_mark_used
+from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
 from registry.tokens import token_fingerprint
 
 PERMITTED_ROLES = frozenset(Stakeholder.Role.values)
@@ -30,31 +31,61 @@ class Authentication:
     failure: str = ""  # unknown, expired, revoked
 
 
-def authenticate_token(token: str) -> Authentication:
-    """Resolve a bearer token. Runs in a database thread; the token itself is never stored."""
-    fingerprint = token_fingerprint(token)
-    delegation = (
-        TokenDelegation.objects.select_related("stakeholder")
-        .filter(fingerprint=fingerprint)
-        .first()
+_DELEGATION_FOR_FINGERPRINT = PreparedValuesQuery(
+    lambda fingerprint: (
+        TokenDelegation.objects.filter(fingerprint=fingerprint)
+        .order_by()
+        .values_list(
+            "pk",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+            "tools",
+            "display_prefix",
+            "stakeholder__stakeholder_id",
+            "stakeholder__role",
+            "stakeholder__branch_id",
+            "stakeholder__status",
+        )
     )
-    if delegation is None:
+)
+
+
+def authenticate_token(token: str) -> Authentication:
+    """Resolve a bearer token. Runs in a database thread; the token itself is never stored.
+
+    Every request reads the database, so a revocation applies to the very next request."""
+    fingerprint = token_fingerprint(token)
+    row = _DELEGATION_FOR_FINGERPRINT.first(fingerprint)
+    if row is None:
         return Authentication(None, "unknown")
+    (
+        delegation_id,
+        expires_at,
+        revoked_at,
+        last_used_at,
+        tools,
+        prefix,
+        stakeholder_id,
+        role,
+        branch_id,
+        status,
+    ) = row
     now = timezone.now()
-    state = delegation.state(now=now)
+    state = TokenDelegation(revoked_at=revoked_at, expires_at=expires_at).state(now=now)
     if state != "active":
         return Authentication(None, state)
-    stakeholder = delegation.stakeholder
-    delegation_mark_used(delegation_id=delegation.pk, now=now)
+    if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:
+        delegation_mark_used(delegation_id=delegation_id, now=now)
     return Authentication(
         Principal(
-            delegation_id=delegation.pk,
-            stakeholder_id=stakeholder.stakeholder_id,
-            role=stakeholder.role,
-            branch_id=stakeholder.branch_id,
-            tools=frozenset(delegation.tools),
-            display_prefix=delegation.display_prefix,
+            delegation_id=delegation_id,
+            stakeholder_id=stakeholder_id,
+            role=role,
+            branch_id=branch_id,
+            tools=frozenset(tools),
+            display_prefix=prefix,
             fingerprint=fingerprint,
-            permitted=stakeholder.is_active and stakeholder.role in PERMITTED_ROLES,
+            permitted=status == Stakeholder.Status.ACTIVE and role in PERMITTED_ROLES,
         )
     )

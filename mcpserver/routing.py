@@ -1,5 +1,6 @@
 """Routes /mcp and the RFC 9728 metadata to the MCP application, everything else to Django."""
 
+import gc
 import json
 import logging
 from contextlib import AsyncExitStack
@@ -45,6 +46,10 @@ class Router:
                     logger.exception("MCP application failed to start")
                     await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
                     return
+                # Everything loaded at start-up lives as long as the process: freezing it keeps
+                # full collections (30-90 ms pauses that set p99 under load) from rescanning it.
+                gc.collect()
+                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._exit_stack is not None:

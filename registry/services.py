@@ -242,8 +242,11 @@ def _delegation_snapshot(delegation: TokenDelegation) -> dict:
     }
 
 
+# Coarse on purpose: at most one write per delegation a minute keeps the hot path cheap.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
 def delegation_mark_used(*, delegation_id: int, now: datetime) -> None:
-    # Coarse on purpose: at most one write per delegation a minute keeps the hot path cheap.
     TokenDelegation.objects.filter(pk=delegation_id).filter(
-        models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - timedelta(minutes=1))
+        models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)
