@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from kb.models import Stakeholder
 from registry.services import delegation_register
-from tests.live import live_server
+from tests.live import free_port, live_server
 from tests.mcpserver.conftest import TOOL, Server, call, rpc
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -52,7 +52,21 @@ def canary_server(world, tmp_path, django_db_blocker):
         yield Server(url=url, log=log)
 
 
-def test_canary_tokens_leave_no_trace(canary_server, django_db_blocker):
+def engine_error_response(tmp_path):
+    """A tools/call whose engine fails: the ORDS backend pointed at a port nobody listens on."""
+    env = {
+        "KB_QUERY_BACKEND": "ords",
+        "ORDS_SELECT_AI_URL": f"http://127.0.0.1:{free_port()}/ords/select_ai",
+        "ORDS_SELECT_AI_CLIENT_TOKEN": "ords-client-credential-for-tests",
+        "ORDS_SELECT_AI_TIMEOUT_SECONDS": "2",
+    }
+    with live_server(tmp_path / "engine-error.log", env) as url:
+        return Server(url=url, log=tmp_path / "engine-error.log").post(
+            call("담당 고객 목록", 5), CANARY_OK
+        )
+
+
+def test_canary_tokens_leave_no_trace(canary_server, django_db_blocker, tmp_path):
     server = canary_server
     responses = [
         server.post(rpc("tools/list"), CANARY_OK),  # success
@@ -76,8 +90,13 @@ def test_canary_tokens_leave_no_trace(canary_server, django_db_blocker):
     statuses = {r.status_code for r in responses}
     assert {200, 400, 401, 403, 429} <= statuses
 
+    responses.append(engine_error_response(tmp_path))
+    engine_error = responses[-1].json()["result"]
+    assert engine_error["isError"] is True
+
     bodies = "\n".join(r.text + repr(dict(r.headers)) for r in responses)
     log = server.log.read_text(encoding="utf-8", errors="replace")
+    log += (tmp_path / "engine-error.log").read_text(encoding="utf-8", errors="replace")
     with django_db_blocker.unblock():
         stored = database_text()
     for canary in CANARIES:
