@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from audit.chain import GENESIS_HASH, event_hash
@@ -27,7 +27,9 @@ def prompt_fingerprint(prompt: str) -> str:
     return hmac.new(key, b"prompt:" + prompt.encode(), hashlib.sha256).hexdigest()
 
 
-def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list[AuditEvent]:
+def audit_events_append(
+    *, events: Iterable[dict], source: str = SOURCE, return_events: bool = True
+) -> list[AuditEvent]:
     """Append events to the source's chain, in order, inside one transaction.
 
     Each dict holds AuditEvent field values (unknown keys are refused). The chain head row is locked
@@ -39,7 +41,7 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
     if not events:
         return []
     for values in events:
-        unknown = set(values) - _EVENT_FIELDS
+        unknown = values.keys() - _EVENT_FIELDS
         if unknown:
             raise ValueError(f"unknown audit fields: {sorted(unknown)}")
     connection = connections[DEFAULT_DB_ALIAS]
@@ -91,7 +93,7 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
             )
             cursor.execute(statements.update_head, [sequence, prev_hash, source])
         transaction.on_commit(_queue_delivery)
-    return [_saved_event(row) for row in rows]
+    return [_saved_event(row) for row in rows] if return_events else []
 
 
 @dataclass(frozen=True)
@@ -134,13 +136,20 @@ def _statements(connection) -> _Statements:
     return statements
 
 
+# Text and numbers go to the driver as they are; other types (UUID, datetime, JSON) are prepared
+# by their field, as the ORM would. Calling the field for every value cost more than the insert.
+_PLAIN_FIELDS = (models.CharField, models.TextField, models.IntegerField, models.FloatField)
+
+
 def _prepared(fields, values: dict, connection) -> list:
-    return [
-        field.get_db_prep_save(
-            values[field.attname] if field.attname in values else field.get_default(), connection
-        )
-        for field in fields
-    ]
+    prepared = []
+    for field in fields:
+        value = values[field.attname] if field.attname in values else field.get_default()
+        if value is None or isinstance(field, _PLAIN_FIELDS):
+            prepared.append(value)
+        else:
+            prepared.append(field.get_db_prep_save(value, connection))
+    return prepared
 
 
 def _saved_event(row: dict) -> AuditEvent:

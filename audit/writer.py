@@ -1,57 +1,73 @@
 """Group commit for request events: concurrent requests share one transaction per batch.
 
-Each caller awaits its own event's commit, so nothing is answered before it is recorded, while the
-cost of a transaction (and of the chain lock) is spread over everything that arrived meanwhile.
+Each caller awaits its own event's commit, so nothing is answered before it is recorded. One writer
+thread appends whatever has queued up while the previous batch was being written, so the cost of a
+transaction (and of the chain lock) is spread over all the requests that arrived meanwhile.
 """
 
 import asyncio
+import logging
+import queue
+import threading
 
-from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 from audit.services import audit_events_append
 
+logger = logging.getLogger("hyperbook.audit")
+
 MAX_BATCH = 256
-
-
-def _append_in_thread(events: list[dict]) -> None:
-    close_old_connections()
-    try:
-        audit_events_append(events=events)
-    finally:
-        close_old_connections()
 
 
 class AuditWriter:
     def __init__(self) -> None:
-        self._pending: list[tuple[dict, asyncio.Future]] = []
-        self._wakeup: asyncio.Event | None = None
-        self._task: asyncio.Task | None = None
-        self._append = sync_to_async(_append_in_thread, thread_sensitive=False)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
     async def record(self, values: dict) -> None:
+        """Append one event; returns once it is committed (raises if it could not be)."""
+        self._ensure_thread()
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done():
-            self._wakeup = asyncio.Event()
-            self._task = loop.create_task(self._run())
         future = loop.create_future()
-        self._pending.append((values, future))
-        self._wakeup.set()
+        self._queue.put((values, loop, future))
         await future
 
-    async def _run(self) -> None:
+    def _ensure_thread(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
         while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            while self._pending:
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+            batch = [self._queue.get()]
+            while len(batch) < MAX_BATCH:
                 try:
-                    await self._append([values for values, _ in batch])
-                except Exception as exc:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                else:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_result(None)
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            error = None
+            close_old_connections()
+            try:
+                audit_events_append(events=[values for values, _, _ in batch], return_events=False)
+            except Exception as exc:  # reported to every waiting request, which then fails closed
+                logger.exception("audit: could not append %s event(s)", len(batch))
+                error = exc
+            by_loop: dict = {}
+            for _, loop, future in batch:
+                by_loop.setdefault(loop, []).append(future)
+            for loop, futures in by_loop.items():
+                loop.call_soon_threadsafe(_settle, futures, error)
+
+
+def _settle(futures: list[asyncio.Future], error: BaseException | None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)

@@ -95,17 +95,27 @@ def start_worker(env: dict, log_path, schedule_path) -> subprocess.Popen:
         **env,
     }
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, cwd=ROOT, env=full_env, stdout=log, stderr=log)
+        # Its own process group: the worker's pool children can be signalled (and killed) with it.
+        return subprocess.Popen(
+            command, cwd=ROOT, env=full_env, stdout=log, stderr=log, start_new_session=True
+        )
 
 
 def stop(process: subprocess.Popen, sig=signal.SIGTERM) -> None:
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+    """Signal the worker's whole process group; whatever is left after 20 s is killed."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=5)
 
 
 def wait_until(predicate, seconds: float, what: str) -> None:
@@ -224,8 +234,6 @@ def test_a_worker_killed_mid_batch_loses_nothing(tokens, broker, tmp_path, djang
                 wait_until(lambda: sink.requests >= 1, 60, "the first delivery attempt")
                 time.sleep(0.5)
                 stop(worker, signal.SIGKILL)  # mid-batch: the receiver is still answering
-                for child in _children_of(worker.pid):
-                    os.kill(child, signal.SIGKILL)
             finally:
                 stop(worker)
             assert pending_count(django_db_blocker) > 0
@@ -243,13 +251,3 @@ def test_a_worker_killed_mid_batch_loses_nothing(tokens, broker, tmp_path, djang
     received_now = {i for i, memory in sink.memories.items() if memory["sequence"] > before}
     assert received_now == event_ids
     assert len({m["sequence"] for m in sink.memories.values()}) == len(sink.memories)
-
-
-def _children_of(pid: int) -> list[int]:
-    try:
-        output = subprocess.run(
-            ["pgrep", "-P", str(pid)], capture_output=True, text=True, timeout=5
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [int(line) for line in output.split()]
