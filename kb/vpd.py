@@ -298,17 +298,21 @@ def _reader_context(stakeholder: Stakeholder) -> Iterator[None]:
     """
     using = router.db_for_read(Customer)
     connection = connections[using]
+    if connection.vendor != "postgresql":
+        # No database-side context to scope here, and on SQLite a transaction would take the
+        # write lock (IMMEDIATE mode), queueing every read behind audit writes.
+        stored = (
+            Stakeholder.objects.using(using)
+            .filter(pk=stakeholder.pk)
+            .values_list("role", "branch_id", "status")
+            .first()
+        )
+        _recheck_stakeholder(stakeholder, stored)
+        yield
+        return
     with transaction.atomic(using=using):
         try:
-            if connection.vendor == "postgresql":
-                stored = _set_postgres_context(connection, stakeholder)
-            else:
-                stored = (
-                    Stakeholder.objects.using(using)
-                    .filter(pk=stakeholder.pk)
-                    .values_list("role", "branch_id", "status")
-                    .first()
-                )
+            stored = _set_postgres_context(connection, stakeholder)
             _recheck_stakeholder(stakeholder, stored)
             yield
         finally:
