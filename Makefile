@@ -22,7 +22,7 @@ run: $(VENV)/.installed
 	$(MANAGE) load_kb_demo
 	$(MANAGE) ensure_admin
 	$(MANAGE) issue_demo_delegations
-	$(BIN)/honcho --no-prefix -f Procfile start
+	bin/serve
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
