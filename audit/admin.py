@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from audit import selectors
 from audit.models import AuditEvent, Delivery, DeliveryAlarm
 from audit.verification import verify_and_record
+from core.admin import ReadOnlyAdmin
 
 COUNT_CAP = 10_000
 
@@ -114,17 +115,6 @@ class DeliveryStateFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(delivery__state=self.value()) if self.value() else queryset
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(AuditEvent)

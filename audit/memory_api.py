@@ -7,13 +7,12 @@ rejected; whole-request statuses decide between delivered, rejected, alarm and r
 import uuid
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
 import httpx
 from django.utils import timezone
 
 from audit.chain import CONTENT_FIELDS, occurred_at_text
-from registry.declarations import is_loopback_host
+from core.outbound import UnsafeUrl, checked_url
 
 NAMESPACE = "hyperbook.audit"
 KIND = "audit_event"
@@ -35,14 +34,10 @@ class BatchResult:
 
 
 def checked_base_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must be an https URL")
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must use https (http only on loopback)")
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise MemoryApiConfigError("EGS2_MEMORY_API_URL must not carry credentials or a query")
-    return url.rstrip("/")
+    try:
+        return checked_url(url, name="EGS2_MEMORY_API_URL").rstrip("/")
+    except UnsafeUrl as exc:
+        raise MemoryApiConfigError(str(exc)) from None
 
 
 def memory_for(event) -> dict:

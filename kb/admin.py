@@ -6,20 +6,8 @@ policy (RRNs and phone numbers in full). They are read through kb.vpd only.
 
 from django.contrib import admin
 
+from core.admin import ReadOnlyAdmin
 from kb.models import Branch, Product, Stakeholder
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """The demo data comes from its CSV files (load_kb_demo); the admin only shows it."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Branch)

@@ -7,19 +7,18 @@ docs/ords-adapter.md describes it. The rest of hyperbook only sees kb.answers' a
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import json
 import logging
 import math
 import re
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from core.outbound import UnsafeUrl, checked_url
 from kb.answers import answer_build
 from kb.models import Stakeholder
 from kb.policy import PolicyRefused
@@ -290,29 +289,11 @@ def checked_service_url(raw: object, setting: str) -> str:
     url = raw.strip() if isinstance(raw, str) else ""
     if not url:
         raise ImproperlyConfigured(f"{setting} is not set")
-    if any(ch.isspace() or ord(ch) < 0x20 or ch == "\\" for ch in url):
-        raise ImproperlyConfigured(f"{setting} contains whitespace or control characters")
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{setting} is not a valid URL") from exc
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ImproperlyConfigured(f"{setting} must be an absolute https URL")
-    if "@" in parts.netloc or parts.query or parts.fragment or "?" in url or "#" in url:
-        raise ImproperlyConfigured(f"{setting} must not contain credentials, a query or fragment")
-    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
-        raise ImproperlyConfigured(f"{setting} must use https (plain http only for loopback)")
+        checked_url(url, name=setting)
+    except UnsafeUrl as exc:
+        raise ImproperlyConfigured(str(exc)) from None
     return url
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def post_json(

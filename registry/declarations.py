@@ -4,11 +4,12 @@ No database or network here: the import command, the admin and the MCP client al
 declaration is judged by one set of rules wherever it comes from.
 """
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
+
+from core.outbound import UnsafeUrl, checked_url
 
 KB_PROVIDER = "kb_vpd_streamable_http"
 VECTOR_PROVIDER = "kb_vector"
@@ -68,7 +69,7 @@ class DeclarationError(ValueError):
         super().__init__(f"{server_id}: " + "; ".join(str(e) for e in errors))
 
 
-class EndpointError(ValueError):
+class EndpointError(UnsafeUrl):
     """The endpoint URL could not be resolved safely; the message never repeats the URL."""
 
 
@@ -281,38 +282,7 @@ def resolve_kb_mcp_endpoint(server: McpServerDeclaration, environ: Mapping[str, 
 
 
 def _checked_url(url: str, *, field_name: str) -> str:
-    """Refuse URLs that could leak a credential or reach somewhere unintended."""
-    if any(ch.isspace() or ord(ch) < 0x20 or ch == "\\" for ch in url):
-        raise EndpointError(f"{field_name} contains whitespace, control characters or backslashes")
     try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise EndpointError(f"{field_name} is not a valid URL") from exc
-    if "@" in parts.netloc:
-        raise EndpointError(f"{field_name} must not contain user information")
-    if "?" in url or parts.query:
-        raise EndpointError(f"{field_name} must not contain a query string")
-    if "#" in url or parts.fragment:
-        raise EndpointError(f"{field_name} must not contain a fragment")
-    if parts.scheme not in ("https", "http"):
-        raise EndpointError(f"{field_name} must use https")
-    host = parts.hostname or ""
-    if not host:
-        raise EndpointError(f"{field_name} must name a host")
-    if parts.scheme == "http" and not is_loopback_host(host):
-        raise EndpointError(f"{field_name} must use https (plain http only for loopback hosts)")
-    segments = parts.path.split("/")
-    if any(segment in (".", "..") for segment in segments):
-        raise EndpointError(f"{field_name} must not contain . or .. path segments")
-    netloc = parts.netloc.lower() if port is None else parts.netloc
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        return checked_url(url, name=field_name)
+    except UnsafeUrl as exc:
+        raise EndpointError(str(exc)) from None
