@@ -13,17 +13,16 @@ in its own process (settings are per process). Not a test: numbers depend on the
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+import childproc
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULT_PREFIX = "KB_PLANS_RESULT "
 ADMIN_URL = os.environ.get("KB_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 PLANS = {
@@ -98,30 +97,11 @@ def child(seconds: float) -> None:
             count += 1
         rows = execute_plan(plan, stakeholder=stakeholder)["row_count"]
         results["plans"][name] = {"per_second": count / elapsed, "rows": rows}
-    print(RESULT_PREFIX + json.dumps(results))
+    childproc.print_result(results)
 
 
 def run_child(database_url: str, seconds: float) -> dict | None:
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="hyperbook.settings.test",
-        DATABASE_URL=database_url,
-        LOG_LEVEL="WARNING",
-    )
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", "--seconds", str(seconds)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX) :])
-    sys.stderr.write(done.stdout[-2000:] + done.stderr[-4000:])
-    return None
+    return childproc.run_child(__file__, database_url=database_url, seconds=seconds)
 
 
 def postgres_admin():

@@ -14,16 +14,14 @@ lookup, policy check). Not a test: numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import childproc
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULT_PREFIX = "SELECTAI_BENCH_RESULT "
 
 # (stakeholder, prompt): every parser family, all three roles, rows and aggregates.
 PROMPTS = [
@@ -120,32 +118,16 @@ def child(seconds: float) -> None:
         "end_to_end": end_to_end,
         "per_prompt": per_prompt,
     }
-    print(RESULT_PREFIX + json.dumps(result, ensure_ascii=False))
+    childproc.print_result(result)
 
 
 def run_child(database_url: str, seconds: float) -> dict | None:
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="hyperbook.settings.test",
-        DATABASE_URL=database_url,
-        KB_QUERY_BACKEND="embedded",
-        SELECT_AI_PROVIDER="builtin",
-        LOG_LEVEL="WARNING",
+    return childproc.run_child(
+        __file__,
+        database_url=database_url,
+        seconds=seconds,
+        env={"KB_QUERY_BACKEND": "embedded", "SELECT_AI_PROVIDER": "builtin"},
     )
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", "--seconds", str(seconds)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX) :])
-    sys.stderr.write(done.stdout[-2000:] + done.stderr[-4000:])
-    return None
 
 
 def report(result: dict) -> None:
