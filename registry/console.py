@@ -62,21 +62,18 @@ def _token(value: str, stakeholder_id: str) -> ConsoleToken:
 
 
 def console_discover(*, user, server: McpServer, token: ConsoleToken) -> ConsoleTurn:
-    from registry.mcp_client import discover_kb_tools, to_public_mcp_error
+    from registry.mcp_client import discover_kb_tools
 
     try:
         discovery = discover_kb_tools(server, token.value)
     except Exception as exc:  # every client failure becomes a safe public message
-        public = to_public_mcp_error(exc)
         return _turn_record(
             user=user,
             kind=ConsoleTurn.Kind.DISCOVER,
             server=server,
             token=token,
             prompt="",
-            status=public.code,
-            http_status=public.http_status,
-            message=public.message,
+            error=exc,
         )
     rendered = {
         "protocol_version": discovery.protocol_version,
@@ -90,48 +87,35 @@ def console_discover(*, user, server: McpServer, token: ConsoleToken) -> Console
         server=server,
         token=token,
         prompt="",
-        status="ok",
-        http_status=200,
+        result=discovery,
         rendered=rendered,
-        tool=server.default_tool,
     )
 
 
 def console_call(
     *, user, server: McpServer, token: ConsoleToken, prompt: str, limit: int
 ) -> ConsoleTurn:
-    from registry.mcp_client import call_kb_select_ai, to_public_mcp_error
+    from registry.mcp_client import call_kb_select_ai
 
     try:
         result = call_kb_select_ai(server, token.value, prompt, limit)
     except Exception as exc:
-        public = to_public_mcp_error(exc)
         return _turn_record(
             user=user,
             kind=ConsoleTurn.Kind.CALL,
             server=server,
             token=token,
             prompt=prompt,
-            status=public.code,
-            http_status=public.http_status,
-            message=public.message,
-            tool=server.default_tool,
+            error=exc,
         )
-    answer = result.answer or {}
-    rendered = rendered_answer(answer)
     return _turn_record(
         user=user,
         kind=ConsoleTurn.Kind.CALL,
         server=server,
         token=token,
         prompt=prompt,
-        status="tool_error" if result.is_error else "ok",
-        http_status=result.http_status,
-        message=(result.text or "")[:300] if result.is_error else "",
-        rendered=rendered,
-        row_count=answer.get("row_count"),
-        tool=server.default_tool,
-        request_id=result.request_id or "",
+        result=result,
+        rendered=rendered_answer(result.answer or {}),
     )
 
 
@@ -157,45 +141,41 @@ def rendered_answer(answer: dict) -> dict:
 
 
 def _turn_record(
-    *,
-    user,
-    kind,
-    server,
-    token,
-    prompt,
-    status,
-    http_status=None,
-    message="",
-    rendered=None,
-    row_count=None,
-    tool="",
-    request_id="",
-    result=None,
-    error=None,
+    *, user, kind, server, token, prompt, result=None, error=None, rendered=None
 ) -> ConsoleTurn:
-    from registry.mcp_client import audit_console_event
+    """Keep the turn (what the admin saw) and its audit event, both from the same result or
+    error, in one transaction."""
+    from registry.mcp_client import CallResult, audit_console_event, to_public_mcp_error
 
+    status, http_status, message = "ok", 200, ""
+    if error is not None:
+        public = to_public_mcp_error(error)
+        status, http_status, message = public.code, public.http_status, public.message
+    elif isinstance(result, CallResult):
+        http_status = result.http_status
+        if result.is_error:
+            status, message = "tool_error", (result.text or "")[:300]
     with transaction.atomic():
         turn = ConsoleTurn.objects.create(
             user=user,
             kind=kind,
             server_id=server.server_id,
-            tool=tool,
+            tool=server.default_tool,
             stakeholder_id=token.stakeholder_id,
             prompt=prompt,
             status=status,
             http_status=http_status,
             message=message,
-            row_count=row_count,
+            row_count=result.row_count if isinstance(result, CallResult) else None,
             rendered=rendered or {},
             token_prefix=token.prefix,
             token_fingerprint=token.fingerprint,
-            request_id=request_id,
+            request_id=getattr(result, "request_id", "") or "",
         )
         audit_console_event(
             action=f"console.{kind}",
             server_id=server.server_id,
-            tool=tool,
+            tool=server.default_tool,
             token=token.value,
             stakeholder_id=token.stakeholder_id,
             actor=user.get_username(),

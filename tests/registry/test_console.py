@@ -72,14 +72,19 @@ def test_two_stakeholders_see_different_rows_and_no_token_anywhere(
             assert token not in text
     assert {t["stakeholder_id"] for t in turns} == {"KB-P-001", "KB-M-001"}
     assert all(t["token_prefix"] and t["token_fingerprint"] for t in turns)
-    assert len([e for e in events if e["action"] == "console.call"]) >= 2
+    calls = [e for e in events if e["action"] == "console.call"]
+    assert len(calls) >= 2
+    assert {e["outcome"] for e in calls} == {"allowed"}
+    assert all(e["http_status"] == 200 and e["row_count"] for e in calls)
 
 
 def test_a_suspended_stakeholder_gets_the_korean_permission_message(console, django_db_blocker):
     client, _ = console
     with django_db_blocker.unblock():
         body = post(client, stakeholder="KB-P-099", prompt=PROMPT, action="call").content.decode()
+        event = AuditEvent.objects.filter(action="console.call").order_by("-sequence").first()
     assert "이 사용자에게 조회 권한 없음" in body
+    assert (event.outcome, event.http_status) == ("forbidden", 403)
 
 
 def test_a_forged_one_time_bearer_gets_the_korean_token_message(console, django_db_blocker):
