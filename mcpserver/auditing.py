@@ -56,10 +56,18 @@ def event_values(record: RequestRecord) -> dict:
     }
 
 
-def audit_recorder():
-    writer = AuditWriter()
+class RequestAuditor:
+    """The gate's audit hooks: every request announced at its start, recorded at its end."""
 
-    async def on_complete(record: RequestRecord) -> None:
-        await writer.record(event_values(record))
+    def __init__(self, writer: AuditWriter | None = None):
+        self.writer = writer or AuditWriter()
 
-    return on_complete
+    def started(self) -> None:
+        self.writer.expect()
+
+    def abandoned(self) -> None:
+        self.writer.forget()
+
+    async def completed(self, record: RequestRecord) -> None:
+        """Returns once the request's event is committed; raises if it could not be."""
+        await self.writer.record(event_values(record), expected=True)

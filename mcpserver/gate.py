@@ -9,8 +9,8 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -19,6 +19,9 @@ from audit.services import prompt_fingerprint
 from mcpserver.principals import Authentication, Principal, authenticate_token
 from mcpserver.ratelimit import RateLimits
 from registry.tokens import MalformedToken, bearer_from_header
+
+if TYPE_CHECKING:
+    from mcpserver.auditing import RequestAuditor
 
 logger = logging.getLogger("hyperbook.mcp")
 
@@ -75,7 +78,7 @@ class McpGate:
         authorization_servers: list[str],
         max_body_bytes: int,
         rate_limits: RateLimits,
-        on_complete: Callable[[RequestRecord], Awaitable[None]] | None = None,
+        auditor: "RequestAuditor | None" = None,
     ):
         self.app = app
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
@@ -84,7 +87,7 @@ class McpGate:
         self.authorization_servers = authorization_servers
         self.max_body_bytes = max_body_bytes
         self.rate_limits = rate_limits
-        self.on_complete = on_complete
+        self.auditor = auditor
 
     async def __call__(self, scope, receive, send):
         headers = _headers(scope)
@@ -100,6 +103,8 @@ class McpGate:
 
         held: list[dict] = []
         finished = False
+        if self.auditor is not None:
+            self.auditor.started()
 
         async def send_when_recorded(message):
             # The response is held until its audit event is committed: no answer leaves unrecorded.
@@ -128,16 +133,19 @@ class McpGate:
                 held.clear()
                 record.outcome, record.reason = "error", "exception"
                 await _reply(send_when_recorded, 500, _rpc_error(-32603, "internal error"))
+        finally:
+            if not finished and self.auditor is not None:
+                self.auditor.abandoned()  # cancelled before it answered: no event will follow
 
     async def _finish(self, record: RequestRecord) -> bool:
         record.latency_ms = (time.perf_counter() - record.started) * 1000
         if not record.outcome:
             record.outcome = "allowed" if record.status < 400 else "error"
         _log(record)
-        if self.on_complete is None:
+        if self.auditor is None:
             return True
         try:
-            await self.on_complete(record)
+            await self.auditor.completed(record)
         except Exception:
             logger.exception("mcp audit write failed request_id=%s", record.request_id)
             return False
@@ -246,7 +254,12 @@ class McpGate:
 
         scope = {
             **scope,
-            "state": {**scope.get("state", {}), "principal": principal, "record": record},
+            "state": {
+                **scope.get("state", {}),
+                "principal": principal,
+                "record": record,
+                "message": message,
+            },
         }
         await self.app(scope, _replay(body), _with_headers(send, cors))
 

@@ -12,8 +12,8 @@ from mcp.shared.exceptions import MCPError
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import PolicyRefused
-from mcpserver import tool
-from mcpserver.auditing import audit_recorder
+from mcpserver import exchange, tool
+from mcpserver.auditing import RequestAuditor
 from mcpserver.gate import McpGate, _in_db_thread
 from mcpserver.ratelimit import RateLimits
 
@@ -116,22 +116,24 @@ class McpApplication:
     """ASGI app for /mcp: the gate, then the SDK's stateless Streamable HTTP transport."""
 
     def __init__(self):
-        on_complete = audit_recorder() if settings.AUDIT_MCP_REQUESTS else None
+        auditor = RequestAuditor() if settings.AUDIT_MCP_REQUESTS else None
+        self.server = build_server()
         self.session_manager = StreamableHTTPSessionManager(
-            app=build_server(),
+            app=self.server,
             json_response=True,
             stateless=True,
             max_request_body_size=settings.MCP_MAX_BODY_BYTES,
         )
+        self.sdk_transport = StreamableHTTPASGIApp(self.session_manager)
         self.gate = McpGate(
-            StreamableHTTPASGIApp(self.session_manager),
+            self._serve,
             allowed_hosts=settings.MCP_ALLOWED_HOSTS,
             allowed_origins=settings.MCP_ALLOWED_ORIGINS,
             resource_url=settings.MCP_RESOURCE_URL,
             authorization_servers=settings.MCP_AUTHORIZATION_SERVERS,
             max_body_bytes=settings.MCP_MAX_BODY_BYTES,
             rate_limits=RateLimits.from_settings(),
-            on_complete=on_complete,
+            auditor=auditor,
         )
 
     @asynccontextmanager
@@ -142,3 +144,14 @@ class McpApplication:
 
     async def __call__(self, scope, receive, send):
         await self.gate(scope, receive, send)
+
+    async def _serve(self, scope, receive, send):
+        """Behind the gate: one JSON exchange on the SDK's kernel, or the SDK's own transport."""
+        message = scope["state"].get("message")
+        if exchange.serves(scope, message):
+            # The state the SDK's manager entered the server's lifespan with (set by run()).
+            lifespan_state = self.session_manager._lifespan_state
+            return await exchange.serve_exchange(
+                self.server, lifespan_state, message, scope, receive, send
+            )
+        await self.sdk_transport(scope, receive, send)
