@@ -114,7 +114,8 @@ class DeliveryStateFilter(admin.SimpleListFilter):
         return Delivery.State.choices
 
     def queryset(self, request, queryset):
-        return queryset.filter(delivery__state=self.value()) if self.value() else queryset
+        value = self.value()
+        return selectors.with_delivery_state(queryset, value) if value else queryset
 
 
 @admin.register(AuditEvent)
@@ -157,16 +158,15 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("전달 상태"))
     def delivery_state(self, obj):
-        delivery = getattr(obj, "delivery", None)
-        return delivery.get_state_display() if delivery else "-"
+        return selectors.event_delivery(obj).get_state_display()
 
     @admin.display(description=_("전달 시도"))
     def delivery_attempts(self, obj):
-        return obj.delivery.attempts
+        return selectors.event_delivery(obj).attempts
 
     @admin.display(description=_("전달 오류"))
     def delivery_error(self, obj):
-        return obj.delivery.last_error or "-"
+        return selectors.event_delivery(obj).last_error or "-"
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {

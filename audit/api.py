@@ -20,8 +20,8 @@ class AuditorsAndAdmins(permissions.BasePermission):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    delivery_state = serializers.CharField(source="delivery.state", read_only=True)
-    delivery_attempts = serializers.IntegerField(source="delivery.attempts", read_only=True)
+    delivery_state = serializers.SerializerMethodField()
+    delivery_attempts = serializers.SerializerMethodField()
 
     class Meta:
         model = AuditEvent
@@ -31,12 +31,19 @@ class AuditEventSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def get_delivery_state(self, event) -> str:
+        return selectors.event_delivery(event).state
+
+    def get_delivery_attempts(self, event) -> int:
+        return selectors.event_delivery(event).attempts
+
 
 class AuditEventFilter(django_filters.FilterSet):
     occurred_after = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
     occurred_before = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
     delivery_state = django_filters.ChoiceFilter(
-        field_name="delivery__state", choices=Delivery.State.choices
+        choices=Delivery.State.choices,
+        method=lambda queryset, name, value: selectors.with_delivery_state(queryset, value),
     )
     sequence_after = django_filters.NumberFilter(field_name="sequence", lookup_expr="gt")
 

@@ -14,11 +14,12 @@ from datetime import timedelta
 
 import httpx
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from audit import memory_api
-from audit.models import AuditEvent, Delivery, DeliveryAlarm
+from audit.models import AuditEvent, ChainHead, Delivery, DeliveryAlarm, DeliveryCursor
 
 logger = logging.getLogger("hyperbook.audit")
 
@@ -32,8 +33,39 @@ class DeliveryReport:
     skipped: str = ""
 
 
-def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
+def deliveries_queue_new(*, limit: int = 1000, now=None) -> int:
+    """Give the events appended since the last call their Delivery row, in sequence order.
+
+    Appending an event writes only the event (the outbox entry); this queues it. The cursor row is
+    locked, so workers running this at once queue each event exactly once."""
     now = now or timezone.now()
+    queued = 0
+    for source in ChainHead.objects.values_list("source", flat=True):
+        with transaction.atomic():
+            cursor, _ = DeliveryCursor.objects.select_for_update().get_or_create(source=source)
+            new = list(
+                AuditEvent.objects.filter(source=source, sequence__gt=cursor.queued_sequence)
+                .order_by("sequence")
+                .values_list("id", "sequence")[:limit]
+            )
+            if not new:
+                continue
+            Delivery.objects.bulk_create(
+                [
+                    Delivery(event_id=event_id, sequence=seq, next_attempt_at=now)
+                    for event_id, seq in new
+                ]
+            )
+            cursor.queued_sequence = new[-1][1]
+            cursor.save(update_fields=["queued_sequence"])
+            queued += len(new)
+    return queued
+
+
+def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
+    """Claim up to `limit` due events (new ones are queued first) for this worker, with a lease."""
+    now = now or timezone.now()
+    deliveries_queue_new(now=now)
     due = (
         Q(state=Delivery.State.PENDING)
         & Q(next_attempt_at__lte=now)
@@ -55,6 +87,7 @@ def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
 
 def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
     report = DeliveryReport()
+    deliveries_queue_new()  # even when delivery is off: the backlog is visible as pending rows
     base_url, token = settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN
     if not base_url:
         report.skipped = "EGS2_MEMORY_API_URL is not set; events stay pending"

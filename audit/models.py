@@ -4,10 +4,9 @@ Events are never updated or deleted through the application; on PostgreSQL the a
 has no UPDATE/DELETE on the event table at all. Delivery state lives in its own table.
 """
 
-import uuid
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from uuid_utils.compat import uuid7  # time-ordered ids: appends land at the end of the key index
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -35,7 +34,7 @@ class AuditEvent(models.Model):
         ERROR = "error", _("서버 오류")
         CHANGED = "changed", _("변경")
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     source = models.CharField(_("출처"), max_length=32, default="hyperbook")
     sequence = models.PositiveBigIntegerField(_("순번"))
     occurred_at = models.DateTimeField(_("발생 시각"), db_index=True)
@@ -104,6 +103,19 @@ class ChainHead(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} #{self.last_sequence}"
+
+
+class DeliveryCursor(models.Model):
+    """How far a source's events have been queued for delivery (given their Delivery row).
+
+    The event row is the outbox entry: appending it is the only write a request pays for, and the
+    delivery worker queues new events in sequence order from here."""
+
+    source = models.CharField(max_length=32, primary_key=True)
+    queued_sequence = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.source} queued to #{self.queued_sequence}"
 
 
 class Delivery(models.Model):

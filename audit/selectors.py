@@ -2,9 +2,10 @@
 
 from datetime import timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
-from audit.models import AuditEvent, ChainVerification, DeliveryAlarm
+from audit.models import AuditEvent, ChainVerification, Delivery, DeliveryAlarm
 
 TIME_RANGES = {
     "1h": timedelta(hours=1),
@@ -16,6 +17,21 @@ TIME_RANGES = {
 
 def audit_events_visible():
     return AuditEvent.objects.select_related("delivery")
+
+
+def event_delivery(event: AuditEvent) -> Delivery:
+    """The event's delivery state; an event the worker has not queued yet is pending, untried."""
+    delivery = getattr(event, "delivery", None)
+    return (
+        delivery if delivery is not None else Delivery(event_id=event.pk, sequence=event.sequence)
+    )
+
+
+def with_delivery_state(queryset, state: str):
+    if state == Delivery.State.PENDING:
+        # Not queued by the worker yet (no delivery row) counts as pending too.
+        return queryset.filter(Q(delivery__state=state) | Q(delivery__isnull=True))
+    return queryset.filter(delivery__state=state)
 
 
 def chain_status() -> ChainVerification | None:

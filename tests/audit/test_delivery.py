@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from audit.delivery import deliver_pending, deliveries_claim
-from audit.models import AuditEvent, Delivery, DeliveryAlarm
+from audit.delivery import deliver_pending, deliveries_claim, deliveries_queue_new
+from audit.models import AuditEvent, Delivery, DeliveryAlarm, DeliveryCursor
 from audit.services import audit_events_append
 from tests.audit.memory_sink import MemorySink
 
@@ -39,6 +39,26 @@ def states() -> dict[str, str]:
 
 def make_due() -> None:
     Delivery.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_new_events_are_queued_once_each_in_sequence_order():
+    first = events(5)
+    assert deliveries_queue_new(limit=3) == 3
+    assert deliveries_queue_new() == 2
+    assert deliveries_queue_new() == 0
+    second = events(2)
+    assert deliveries_queue_new() == 2
+    queued = list(
+        Delivery.objects.order_by("sequence").values_list("event_id", "sequence", "state")
+    )
+    assert queued == [(e.id, e.sequence, "pending") for e in first + second]
+    assert DeliveryCursor.objects.get(source="hyperbook").queued_sequence == second[-1].sequence
+
+
+def test_event_ids_are_time_ordered_uuids():
+    created = events(50)
+    assert all(e.id.version == 7 for e in created)
+    assert [e.id for e in created] == sorted(e.id for e in created)
 
 
 def test_created_events_are_marked_delivered_in_batches(sink):

@@ -14,7 +14,9 @@ import redis
 from django.db import connection
 from django.utils import timezone
 
+from audit.delivery import deliveries_queue_new
 from audit.models import AuditEvent, Delivery
+from audit.selectors import with_delivery_state
 from conftest import service_missing
 from kb.models import Stakeholder
 from registry.services import delegation_issue, delegation_register
@@ -130,7 +132,7 @@ def wait_until(predicate, seconds: float, what: str) -> None:
 def pending_count(django_db_blocker) -> int:
     with django_db_blocker.unblock():
         connection.close()  # see the other processes' commits with a fresh connection
-        return Delivery.objects.filter(state=Delivery.State.PENDING).count()
+        return with_delivery_state(AuditEvent.objects.all(), Delivery.State.PENDING).count()
 
 
 def last_sequence(django_db_blocker) -> int:
@@ -138,6 +140,7 @@ def last_sequence(django_db_blocker) -> int:
     Memory API) are set aside, so the faults scripted here meet this test's events only."""
     with django_db_blocker.unblock():
         connection.close()
+        deliveries_queue_new(limit=100_000)
         Delivery.objects.filter(state=Delivery.State.PENDING).update(
             state=Delivery.State.REJECTED, last_error="set aside by the test"
         )
