@@ -8,12 +8,12 @@ import json
 import logging
 import re
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from uuid_utils.compat import uuid7
 
 from audit.services import prompt_fingerprint
 from mcpserver.principals import Authentication, Principal, authenticate_token
@@ -93,7 +93,8 @@ class McpGate:
         headers = _headers(scope)
         incoming_id = headers.get("x-request-id", "")
         record = RequestRecord(
-            request_id=incoming_id if REQUEST_ID_RE.match(incoming_id) else uuid.uuid4().hex,
+            # Time-ordered ids sort by arrival and keep the audit's request-id index append-only.
+            request_id=incoming_id if REQUEST_ID_RE.match(incoming_id) else uuid7().hex,
             started=time.perf_counter(),
             client=(scope.get("client") or ("", 0))[0],
             origin=headers.get("origin"),

@@ -40,6 +40,11 @@ class Migration(migrations.Migration):
             name='id',
             field=models.UUIDField(default=uuid_utils.compat.uuid7, editable=False, primary_key=True, serialize=False),
         ),
+        migrations.AlterField(
+            model_name="auditevent",
+            name="hash",
+            field=models.CharField(max_length=64, verbose_name="해시"),
+        ),
         migrations.RunPython(restore_sqlite_trigger, migrations.RunPython.noop),
         migrations.RunPython(queued_so_far, migrations.RunPython.noop),
     ]

@@ -1,0 +1,81 @@
+"""The gate never answers a request whose audit event could not be written (it fails closed)."""
+
+import json
+
+import anyio
+
+from mcpserver.gate import McpGate
+from mcpserver.ratelimit import RateLimits
+
+
+class Auditor:
+    def __init__(self, fail: bool):
+        self.fail = fail
+        self.started_count = self.abandoned_count = 0
+        self.records = []
+
+    def started(self):
+        self.started_count += 1
+
+    def abandoned(self):
+        self.abandoned_count += 1
+
+    async def completed(self, record):
+        self.records.append(record)
+        if self.fail:
+            raise RuntimeError("the audit database is unavailable")
+
+
+def gate(auditor) -> McpGate:
+    async def never_reached(scope, receive, send):
+        raise AssertionError("no tool code runs for an unauthenticated request")
+
+    return McpGate(
+        never_reached,
+        allowed_hosts=["localhost"],
+        allowed_origins=[],
+        resource_url="http://localhost/mcp",
+        authorization_servers=[],
+        max_body_bytes=1024,
+        rate_limits=RateLimits(per_delegation="100/second", per_failed_client="100/second"),
+        auditor=auditor,
+    )
+
+
+def post_without_token(app) -> tuple[int, dict, dict]:
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1234),
+    }
+    anyio.run(app, scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), json.loads(body)
+
+
+def test_an_answer_leaves_only_once_its_event_is_recorded():
+    auditor = Auditor(fail=False)
+    status, headers, _ = post_without_token(gate(auditor))
+    assert status == 401
+    assert [r.outcome for r in auditor.records] == ["unauthenticated"]
+    assert headers[b"x-request-id"].decode() == auditor.records[0].request_id
+    assert (auditor.started_count, auditor.abandoned_count) == (1, 0)
+
+
+def test_when_the_event_cannot_be_written_the_request_is_not_answered():
+    auditor = Auditor(fail=True)
+    status, headers, body = post_without_token(gate(auditor))
+    assert status == 503  # not the 401 the request would have had
+    assert b"www-authenticate" not in headers
+    assert body["error"]["message"] == "audit unavailable; not answered"
