@@ -9,6 +9,7 @@ never waits: nobody else is expected. The writer is woken once per batch, not on
 
 import asyncio
 import logging
+import queue
 import threading
 
 from django.db import close_old_connections
@@ -29,7 +30,8 @@ class AuditWriter:
         self._lock = threading.Lock()
         self._pending: list = []  # (values, loop, future) waiting for the next transaction
         self._expected = 0  # requests in progress whose event has not been queued yet
-        self._wake = threading.Event()
+        # Wake-ups for the writer thread: a C-level queue is several times cheaper than an Event.
+        self._wakeups: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def expect(self) -> None:
@@ -42,7 +44,7 @@ class AuditWriter:
             self._expected = max(0, self._expected - 1)
             ready = bool(self._pending) and self._expected == 0
         if ready:
-            self._wake.set()
+            self._wake()
 
     async def record(self, values: dict, *, expected: bool = False) -> None:
         """Append one event; returns once it is committed (raises if it could not be).
@@ -58,10 +60,10 @@ class AuditWriter:
             first = len(self._pending) == 1
             ready = self._expected == 0 or len(self._pending) >= MAX_BATCH
         if ready:
-            self._wake.set()
+            self._wake()
         elif first:
             # Others are on their way: commit when the last of them arrives, or at this deadline.
-            loop.call_later(self._group_commit_wait, self._wake.set)
+            loop.call_later(self._group_commit_wait, self._wake)
         await future
 
     def _ensure_thread(self) -> None:
@@ -72,14 +74,18 @@ class AuditWriter:
                 self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
                 self._thread.start()
 
+    def _wake(self) -> None:
+        self._wakeups.put(None)
+
     def _run(self) -> None:
         while True:
-            self._wake.wait()
-            self._wake.clear()
+            self._wakeups.get()
+            while not self._wakeups.empty():  # one batch answers every wake-up so far
+                self._wakeups.get_nowait()
             with self._lock:
                 batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
                 if self._pending:
-                    self._wake.set()  # more than one batch's worth: go round again at once
+                    self._wake()  # more than one batch's worth: go round again at once
             if batch:
                 self._write(batch)
 
