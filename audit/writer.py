@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from audit.services import audit_events_append
 
@@ -33,6 +33,7 @@ class AuditWriter:
         # Wake-ups for the writer thread: a C-level queue is several times cheaper than an Event.
         self._wakeups: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._closing = False
 
     def expect(self) -> None:
         """A request has started; its event will follow (or `forget` says it will not)."""
@@ -71,23 +72,39 @@ class AuditWriter:
             return
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
+                self._closing = False
                 self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
                 self._thread.start()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is pending, then stop the thread and close its database connection."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        self._closing = True
+        self._wake()
+        thread.join(timeout)
 
     def _wake(self) -> None:
         self._wakeups.put(None)
 
     def _run(self) -> None:
-        while True:
-            self._wakeups.get()
-            while not self._wakeups.empty():  # one batch answers every wake-up so far
-                self._wakeups.get_nowait()
-            with self._lock:
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                if self._pending:
-                    self._wake()  # more than one batch's worth: go round again at once
-            if batch:
-                self._write(batch)
+        try:
+            while True:
+                if not self._closing:
+                    self._wakeups.get()
+                while not self._wakeups.empty():  # one batch answers every wake-up so far
+                    self._wakeups.get_nowait()
+                with self._lock:
+                    batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                    if self._pending:
+                        self._wake()  # more than one batch's worth: go round again at once
+                if batch:
+                    self._write(batch)
+                elif self._closing:
+                    return
+        finally:
+            connections.close_all()  # this thread's connections only
 
     def _write(self, batch: list) -> None:
         close_old_connections()

@@ -68,6 +68,9 @@ class RequestAuditor:
     def abandoned(self) -> None:
         self.writer.forget()
 
+    def close(self) -> None:
+        self.writer.close()
+
     async def completed(self, record: RequestRecord) -> None:
         """Returns once the request's event is committed; raises if it could not be."""
         await self.writer.record(event_values(record), expected=True)

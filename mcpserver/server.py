@@ -1,5 +1,6 @@
 """The embedded MCP server: the official SDK's low-level server with one tool, behind the gate."""
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 
@@ -116,7 +117,7 @@ class McpApplication:
     """ASGI app for /mcp: the gate, then the SDK's stateless Streamable HTTP transport."""
 
     def __init__(self):
-        auditor = RequestAuditor() if settings.AUDIT_MCP_REQUESTS else None
+        self.auditor = auditor = RequestAuditor() if settings.AUDIT_MCP_REQUESTS else None
         self.server = build_server()
         self.session_manager = StreamableHTTPSessionManager(
             app=self.server,
@@ -140,7 +141,12 @@ class McpApplication:
     async def running(self):
         async with self.session_manager.run():
             await _warm_up_in_db_thread()
-            yield
+            try:
+                yield
+            finally:
+                if self.auditor is not None:
+                    # Requests still being answered were recorded; write them before exiting.
+                    await asyncio.to_thread(self.auditor.close)
 
     async def __call__(self, scope, receive, send):
         await self.gate(scope, receive, send)

@@ -33,6 +33,23 @@ def batches(monkeypatch) -> list[int]:
     return seen
 
 
+@pytest.fixture(autouse=True)
+def writers(monkeypatch):
+    """Every writer a test makes is closed afterwards (its thread holds a database connection)."""
+    made: list[AuditWriter] = []
+    real_init = AuditWriter.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(AuditWriter, "__init__", init)
+    yield
+    for writer in made:
+        writer.close()
+        assert writer._thread is None or not writer._thread.is_alive()
+
+
 def event(n: int) -> dict:
     return {"action": "mcp.tools_list", "outcome": "allowed", "request_id": f"writer-test-{n}"}
 
@@ -114,3 +131,19 @@ def test_a_failed_write_fails_only_its_own_request(batches):
     assert batches == [3, 1, 1, 1]  # the batch failed, then each event on its own
     stored = set(AuditEvent.objects.values_list("request_id", flat=True))
     assert {"writer-test-1", "writer-test-3"} <= stored
+
+
+def test_closing_writes_what_is_pending_then_stops(batches):
+    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+
+    async def shut_down_while_a_batch_waits():
+        writer.expect()
+        writer.expect()  # never comes: the batch would wait LONG_WAIT for it
+        recorded = asyncio.ensure_future(writer.record(event(1), expected=True))
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.to_thread(writer.close), SETTLE_SECONDS)
+        await asyncio.wait_for(recorded, SETTLE_SECONDS)
+
+    asyncio.run(shut_down_while_a_batch_waits())
+    assert batches == [1]
+    assert not writer._thread.is_alive()
