@@ -48,6 +48,7 @@ TMP_PREFIX = "hyperbook-mcp-bench-"
 RATE_LIMIT_OFF = "100000000/second"
 TARGET_LIST_RATIO = 0.6
 TARGET_P99_MS = 20.0
+TARGET_AUDIT_COST = 0.15  # share of throughput the audit event may cost (ours vs ours[no-audit])
 
 # What the bare server's tool (and ours with --stub-engine) returns: a small, fixed answer.
 FIXED_ANSWER = {
@@ -737,10 +738,28 @@ def report(bench: Bench, results: list[RunResult]) -> dict:
                 "  (Python load generator: it can cap the bare server's rate, which flatters the "
                 "ratio; judge the targets with wrk)"
             )
+    audit_costs = _audit_costs(by_key, results)
+    if audit_costs:
+        lines.append("")
+        lines.append("what the audit event costs: 1 - ours / ours[no-audit] in req/s")
+        for cost in audit_costs:
+            lines.append(f"  {cost['method']:<10} c={cost['concurrency']}: {cost['share']:6.1%}")
+        list8 = next(
+            (c for c in audit_costs if (c["method"], c["concurrency"]) == ("tools/list", 8)), None
+        )
+        if list8 is not None:
+            targets["audit_cost_tools_list_c8"] = list8["share"]
+            targets["audit_cost_tools_list_c8_met"] = list8["share"] < TARGET_AUDIT_COST
+            lines.append(
+                f"target audit cost tools/list c=8 < {TARGET_AUDIT_COST:.0%} of throughput: "
+                f"{list8['share']:.1%} -> "
+                f"{'MET' if targets['audit_cost_tools_list_c8_met'] else 'NOT MET'}"
+            )
     print("\n".join(lines))
     return {
         "results": [asdict(r) for r in results],
         "ratios": ratios,
+        "audit_costs": audit_costs,
         "targets": targets,
         "notes": bench.notes,
         "probes": {f"{k[0]} {k[1]}": v for k, v in bench.probes.items()},
@@ -748,6 +767,18 @@ def report(bench: Bench, results: list[RunResult]) -> dict:
         "duration_s": args.duration,
         "protocol_version": args.protocol_version,
     }
+
+
+def _audit_costs(by_key: dict, results: list[RunResult]) -> list[dict]:
+    costs = []
+    for r in results:
+        if r.server != "ours":
+            continue
+        without = by_key.get(("ours[no-audit]", r.method, r.concurrency))
+        if without is not None and without.rps:
+            share = 1 - r.rps / without.rps
+            costs.append({"method": r.method, "concurrency": r.concurrency, "share": share})
+    return costs
 
 
 def _fmt_ratio(value: float | None) -> str:
