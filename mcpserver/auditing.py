@@ -73,4 +73,9 @@ class RequestAuditor:
 
     async def completed(self, record: RequestRecord) -> None:
         """Returns once the request's event is committed; raises if it could not be."""
-        await self.writer.record(event_values(record), expected=True)
+        try:
+            values = event_values(record)
+        except Exception:
+            self.writer.forget()  # no event will follow: do not keep a batch waiting for it
+            raise
+        await self.writer.record(values, expected=True)
