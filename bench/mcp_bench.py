@@ -6,7 +6,8 @@
     .venv/bin/python bench/mcp_bench.py --profile DIR   # then py-spy passes (not measured)
 
 What runs (everything on 127.0.0.1, bounded, cleaned up at the end):
-  * a throwaway SQLite database in a temp dir: `manage.py migrate`, then one stakeholder and one
+  * a throwaway SQLite database in a temp dir (or, with --postgres URL, a throwaway PostgreSQL
+    database on that server): `manage.py migrate`, then one stakeholder and one
     delegation (via `manage.py load_kb_demo` when that command exists, else one Stakeholder row);
   * "ours": `uvicorn hyperbook.asgi:application` (1 worker, --no-access-log), our gate + the SDK's
     low-level Server, MCP_RATE_LIMIT set so high that the rate limiter never refuses;
@@ -242,6 +243,10 @@ class Bench:
         self.args = args
         self.tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
         self.db_path = self.tmp / "bench.sqlite3"
+        self.database_url = f"sqlite:///{self.db_path}"
+        self.postgres_database = ""
+        if args.postgres:
+            self.database_url = self._create_postgres_database(args.postgres)
         self.servers: list[ServerProcess] = []
         self.notes: list[str] = []
         self.token = ""
@@ -267,7 +272,7 @@ class Bench:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
-            "DATABASE_URL": f"sqlite:///{self.db_path}",
+            "DATABASE_URL": self.database_url,
             "HYPERBOOK_VAR_DIR": str(self.tmp / "var"),
             "MCP_RATE_LIMIT": RATE_LIMIT_OFF,
             "MCP_AUTH_FAILURE_LIMIT": RATE_LIMIT_OFF,
@@ -295,17 +300,20 @@ class Bench:
             [sys.executable, str(Path(__file__).resolve()), "--_prepare"],
             cwd=ROOT,
             env=env,
-            check=True,
             capture_output=True,
             text=True,
         )
+        if out.returncode != 0:
+            raise RuntimeError(f"database preparation failed:\n{out.stderr[-3000:]}")
         line = next((x for x in out.stdout.splitlines() if x.startswith(RESULT_PREFIX)), None)
         if line is None:
             raise RuntimeError(f"database preparation printed no result:\n{out.stderr[-3000:]}")
         prepared = json.loads(line[len(RESULT_PREFIX) :])
         self.token = prepared.pop("token")
         self.notes.append(
-            f"database: throwaway SQLite in {self.tmp} ({prepared['source']}; "
+            f"database: throwaway "
+            f"{'PostgreSQL ' + self.postgres_database if self.postgres_database else 'SQLite'} "
+            f"(temp dir {self.tmp}; {prepared['source']}; "
             f"stakeholder {prepared['stakeholder']}, {time.monotonic() - started:.1f} s)"
         )
         if prepared.get("note"):
@@ -611,10 +619,27 @@ class Bench:
                         spy.wait(timeout=duration + 30)
         self.notes.append(f"py-spy profiles (c=8, unmeasured passes) in {out_dir}")
 
+    def _create_postgres_database(self, server_url: str) -> str:
+        """A throwaway database on that PostgreSQL server; dropped again by close()."""
+        import psycopg
+
+        self.postgres_database = f"hyperbook_bench_{os.getpid()}"
+        with psycopg.connect(server_url, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{self.postgres_database}"')
+        base, _, _ = server_url.rpartition("/")
+        return f"{base}/{self.postgres_database}"
+
     def close(self) -> None:
         for server in self.servers:
             with contextlib.suppress(Exception):
                 server.stop()
+        if self.postgres_database and not self.args.keep:
+            import psycopg
+
+            with psycopg.connect(self.args.postgres, autocommit=True) as connection:
+                connection.execute(
+                    f'DROP DATABASE IF EXISTS "{self.postgres_database}" WITH (FORCE)'
+                )
         if self.args.keep:
             print(f"kept {self.tmp} (database, server logs)", file=sys.stderr)
         else:
@@ -813,7 +838,10 @@ def _versions() -> str:
 def _prepare_database() -> None:
     """In the bench's Django environment: one stakeholder and delegation; prints the token."""
     url = os.environ.get("DATABASE_URL", "")
-    if not (url.startswith("sqlite:///") and TMP_PREFIX in url):
+    throwaway = (url.startswith("sqlite:///") and TMP_PREFIX in url) or url.rpartition("/")[
+        2
+    ].startswith("hyperbook_bench_")
+    if not throwaway:
         # Never issue a delegation into a real database by running this mode by hand.
         raise SystemExit("--_prepare only runs against the benchmark's throwaway database")
     sys.path.insert(0, str(ROOT))
@@ -1006,6 +1034,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="DIR", help="after the runs, py-spy each server")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (db, logs)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="use a throwaway database on this PostgreSQL server instead of SQLite "
+        "(e.g. postgres://postgres@127.0.0.1:5432/postgres; needs CREATEDB)",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
     # internal modes
     parser.add_argument("--_prepare", action="store_true", help=argparse.SUPPRESS)
