@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import orjson
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
@@ -29,7 +30,7 @@ def prompt_fingerprint(prompt: str) -> str:
 def audit_events_append(
     *, events: Iterable[dict], source: str = SOURCE, return_events: bool = True
 ) -> list[AuditEvent]:
-    """Append events to the source's chain, in order, inside one transaction.
+    """Append events to the source's chain, in order, in one transaction.
 
     Each dict holds AuditEvent field values (unknown keys are refused). The chain head row is locked
     for the transaction, so concurrent writers (threads, workers, hosts) never interleave a chain.
@@ -45,8 +46,17 @@ def audit_events_append(
         if unknown:
             raise ValueError(f"unknown audit fields: {sorted(unknown)}")
     connection = connections[DEFAULT_DB_ALIAS]
-    with transaction.atomic():
-        statements = _statements(connection)
+    statements = _statements(connection)
+    rows = None
+    if statements.append_if_head is not None and not connection.in_atomic_block:
+        rows = _append_if_head_unmoved(connection, statements, events, source)
+    if rows is None:
+        rows = _append_locked(connection, statements, events, source)
+    return [_saved_event(row) for row in rows] if return_events else []
+
+
+def _append_locked(connection, statements, events: list[dict], source: str) -> list[dict]:
+    with transaction.atomic(using=connection.alias):
         with connection.cursor() as cursor:
             cursor.execute(statements.head, [source])
             found = cursor.fetchone()
@@ -54,30 +64,66 @@ def audit_events_append(
                 ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
                 cursor.execute(statements.head, [source])
                 found = cursor.fetchone()
-            sequence, prev_hash = found
-            now = timezone.now()
-            rows = []
-            for values in events:
-                sequence += 1
-                row = {
-                    **_EVENT_DEFAULTS,
-                    "masked_columns": [],
-                    "changes": {},
-                    **values,
-                    "id": values.get("id") or uuid7(),
-                    "source": source,
-                    "sequence": sequence,
-                    "occurred_at": values.get("occurred_at") or now,
-                    "prev_hash": prev_hash,
-                }
-                row["hash"] = prev_hash = event_hash(row)
-                rows.append(row)
+            rows = _chained_rows(events, source, *found)
             cursor.executemany(
                 statements.insert_event, [statements.parameters(row) for row in rows]
             )
-            cursor.execute(statements.update_head, [sequence, prev_hash, source])
+            head = (rows[-1]["sequence"], rows[-1]["hash"])
+            cursor.execute(statements.update_head, [*head, source])
         transaction.on_commit(_queue_delivery)
-    return [_saved_event(row) for row in rows] if return_events else []
+        transaction.on_commit(lambda: _known_heads.__setitem__((connection.alias, source), head))
+    return rows
+
+
+def _append_if_head_unmoved(connection, statements, events: list[dict], source: str):
+    """PostgreSQL, outside a transaction: one statement, so one round trip and one commit.
+
+    Chains onto the head this process last wrote; the statement moves the head only if it is still
+    there and inserts the events only if it moved. If another writer appended meanwhile, nothing
+    is written and the caller takes the locking path. Returns the rows, or None."""
+    known = _known_heads.get((connection.alias, source))
+    if known is None:
+        return None
+    rows = _chained_rows(events, source, *known)
+    head = (rows[-1]["sequence"], rows[-1]["hash"])
+    # The batch travels as one JSON document (uuids and datetimes in their ISO forms), so the
+    # statement is the same text whatever the batch size.
+    document = orjson.dumps([{name: row[name] for name in _EVENT_NAMES} for row in rows])
+    with connection.cursor() as cursor:
+        cursor.execute(statements.append_if_head, [*head, source, *known, document.decode()])
+        inserted = cursor.rowcount
+    if inserted != len(rows):
+        _known_heads.pop((connection.alias, source), None)
+        return None
+    _known_heads[(connection.alias, source)] = head
+    _queue_delivery()
+    return rows
+
+
+def _chained_rows(events: list[dict], source: str, sequence: int, prev_hash: str) -> list[dict]:
+    now = timezone.now()
+    rows = []
+    for values in events:
+        sequence += 1
+        row = {
+            **_EVENT_DEFAULTS,
+            "masked_columns": [],
+            "changes": {},
+            **values,
+            "id": values.get("id") or uuid7(),
+            "source": source,
+            "sequence": sequence,
+            "occurred_at": values.get("occurred_at") or now,
+            "prev_hash": prev_hash,
+        }
+        row["hash"] = prev_hash = event_hash(row)
+        rows.append(row)
+    return rows
+
+
+# (database alias, source) -> (sequence, hash) this process last committed: a hint for the
+# single-statement path, never trusted (the statement checks it against the database).
+_known_heads: dict[tuple[str, str], tuple[int, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -86,12 +132,14 @@ class _Statements:
     update_head: str
     insert_event: str
     columns: tuple[tuple[str, Callable | None], ...]  # (row key, None or the field's preparation)
+    append_if_head: str | None  # PostgreSQL only
 
     def parameters(self, row: dict) -> list:
         return [row[name] if adapt is None else adapt(row[name]) for name, adapt in self.columns]
 
 
 _EVENT_COLUMNS = tuple(AuditEvent._meta.concrete_fields)
+_EVENT_NAMES = tuple(f.attname for f in _EVENT_COLUMNS)
 _statements_by_thread = threading.local()
 
 
@@ -113,9 +161,25 @@ def _statements(connection) -> _Statements:
             f"VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})"
         ),
         columns=tuple((f.attname, _adapter(f, connection)) for f in _EVENT_COLUMNS),
+        append_if_head=_append_if_head_sql(connection, head, columns),
     )
     setattr(_statements_by_thread, connection.vendor, statements)
     return statements
+
+
+def _append_if_head_sql(connection, head: str, columns: str) -> str | None:
+    if connection.vendor != "postgresql":
+        return None  # SQLite's statements are in-process calls: nothing to save
+    quote = connection.ops.quote_name
+    record = ", ".join(f"{quote(f.column)} {f.db_type(connection)}" for f in _EVENT_COLUMNS)
+    return (
+        "WITH moved AS ("  # noqa: S608 - quoted names only; values are bound parameters
+        f"UPDATE {head} SET last_sequence = %s, last_hash = %s "
+        "WHERE source = %s AND last_sequence = %s AND last_hash = %s RETURNING 1) "
+        f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns}) "
+        f"SELECT {columns} FROM jsonb_to_recordset(%s::jsonb) AS appended({record}) "
+        "WHERE EXISTS (SELECT 1 FROM moved)"
+    )
 
 
 # Text and numbers go to the driver as they are; UUIDs, datetimes and JSON are adapted by the

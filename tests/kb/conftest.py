@@ -18,26 +18,6 @@ DEMO_DIR = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
 AS_OF = dt.date(2026, 6, 30)
 
 
-def pytest_collection_modifyitems(config, items):
-    """PostgreSQL-only KB tests (marked `postgres`) are deselected, not failed, in the SQLite pass.
-
-    `make test` runs every test on SQLite and then the database tests on PostgreSQL; under CI=true
-    the `on_postgres` fixture fails rather than skips, so these must not even start on SQLite.
-    """
-    from django.conf import settings
-
-    if "postgresql" in settings.DATABASES["default"]["ENGINE"]:
-        return
-    here = Path(__file__).resolve().parent
-    keep, drop = [], []
-    for item in items:
-        in_kb = here in Path(str(item.path)).resolve().parents
-        (drop if in_kb and item.get_closest_marker("postgres") else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-
-
 @cache
 def demo_rows(name: str) -> tuple[dict, ...]:
     with (DEMO_DIR / f"{name}.csv").open(encoding="utf-8", newline="") as handle:
