@@ -70,8 +70,12 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the Celery worker share the file: WAL lets readers run beside a writer.
+    # Every request appends an audit event that rewrites the same few index pages; checkpointing
+    # every 4,000 pages (16 MiB) instead of 1,000 copies each page back far less often.
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "init_command": (
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=4000;"
+        ),
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
