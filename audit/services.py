@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 from django.conf import settings
@@ -32,11 +33,13 @@ def audit_events_append(
 ) -> list[AuditEvent]:
     """Append events to the source's chain, in order, in one transaction.
 
-    Each dict holds AuditEvent field values (unknown keys are refused). The chain head row is locked
-    for the transaction, so concurrent writers (threads, workers, hosts) never interleave a chain.
-    Every /mcp request comes through here, so the statements are built once per thread and run
-    directly (values still pass through each field's own preparation, exactly as the ORM would).
-    The event is the outbox entry: the delivery worker gives it its delivery state later.
+    Each dict holds AuditEvent field values (unknown keys are refused). Appends are serialised on
+    the chain head, so concurrent writers (threads, workers, hosts) never fork a chain: its row is
+    locked for the transaction, or (PostgreSQL, outside a transaction) one statement moves it on
+    only from where this process last left it. Every /mcp request comes through here, so the
+    statements are built once per thread and run directly (values still pass through the
+    backend's own adapters, as the ORM's would). The event is the outbox entry: the delivery
+    worker gives it its delivery state later.
     """
     events = list(events)
     if not events:
@@ -71,7 +74,7 @@ def _append_locked(connection, statements, events: list[dict], source: str) -> l
             head = (rows[-1]["sequence"], rows[-1]["hash"])
             cursor.execute(statements.update_head, [*head, source])
         transaction.on_commit(_queue_delivery)
-        transaction.on_commit(lambda: _known_heads.__setitem__((connection.alias, source), head))
+        transaction.on_commit(partial(_remember_head, connection.alias, source, head))
     return rows
 
 
@@ -95,7 +98,7 @@ def _append_if_head_unmoved(connection, statements, events: list[dict], source: 
     if inserted != len(rows):
         _known_heads.pop((connection.alias, source), None)
         return None
-    _known_heads[(connection.alias, source)] = head
+    _remember_head(connection.alias, source, head)
     _queue_delivery()
     return rows
 
@@ -124,6 +127,10 @@ def _chained_rows(events: list[dict], source: str, sequence: int, prev_hash: str
 # (database alias, source) -> (sequence, hash) this process last committed: a hint for the
 # single-statement path, never trusted (the statement checks it against the database).
 _known_heads: dict[tuple[str, str], tuple[int, str]] = {}
+
+
+def _remember_head(alias: str, source: str, head: tuple[int, str]) -> None:
+    _known_heads[(alias, source)] = head
 
 
 @dataclass(frozen=True)

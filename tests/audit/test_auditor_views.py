@@ -151,3 +151,29 @@ def test_an_admin_change_becomes_an_event_with_actor_and_before_after(settings):
     assert event.actor == "system"
     assert event.changes["before"] is None
     assert event.changes["after"]["tool_allowlist"] == ["ords.query.kb_select_ai_vpd"]
+
+
+def test_delivery_state_reads_the_same_before_and_after_the_worker_queues_events(
+    client, auditor, some_events
+):
+    from audit.delivery import deliveries_queue_new
+    from audit.models import Delivery
+
+    client.force_login(auditor)
+
+    def pending_ids():
+        results = client.get("/api/audit-events/", {"delivery_state": "pending"}).json()
+        return sorted(r["request_id"] for r in results["results"])
+
+    everything = sorted(e.request_id for e in some_events)
+    assert pending_ids() == everything  # appended, not queued yet: pending
+    admin_page = client.get("/admin/audit/auditevent/", {"delivery_state": "pending"})
+    assert all(rid in admin_page.content.decode() for rid in everything)
+
+    assert deliveries_queue_new() == 3
+    assert pending_ids() == everything  # queued: still pending
+    Delivery.objects.filter(event_id=some_events[0].id).update(state=Delivery.State.DELIVERED)
+    assert pending_ids() == sorted(rid for rid in everything if rid != some_events[0].request_id)
+    delivered = client.get("/api/audit-events/", {"delivery_state": "delivered"}).json()
+    assert [r["request_id"] for r in delivered["results"]] == [some_events[0].request_id]
+    assert delivered["results"][0]["delivery_state"] == "delivered"
