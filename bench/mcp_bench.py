@@ -543,11 +543,18 @@ class Bench:
                 self.probes[(server.label, method)] = self.probe(server, method)
 
         results: list[RunResult] = []
-        total = sum(1 for m in methods for _ in concurrencies for s in self.servers if _runs(s, m))
+        rounds = max(1, args.repeat)
+        total = rounds * sum(
+            1 for m in methods for _ in concurrencies for s in self.servers if _runs(s, m)
+        )
+        if rounds > 1:
+            self.notes.append(f"each figure is the run with the median req/s of {rounds} rounds")
         done = 0
         for method in methods:
             for concurrency in concurrencies:
-                for server in self.servers:  # interleaved: bare and ours side by side
+                runs: dict[str, list[RunResult]] = {}
+                for server in [s for _ in range(rounds) for s in self.servers]:
+                    # Interleaved: bare and ours side by side, round after round.
                     if not _runs(server, method):
                         continue
                     done += 1
@@ -563,7 +570,7 @@ class Bench:
                         )
                         result.extra["cpu_util"] = (cpu_after - cpu_before) / result.duration_s
                     result.extra["rss_mib"] = rss_mib(server.process.pid)
-                    results.append(result)
+                    runs.setdefault(server.label, []).append(result)
                     print(
                         f"  [{done}/{total}] {server.label:<18} {method:<10} c={concurrency:<2} "
                         f"{result.rps:8.0f} req/s  p50 {result.p50_ms:6.2f} ms  "
@@ -572,6 +579,11 @@ class Bench:
                         flush=True,
                     )
                     time.sleep(0.5)
+                for label_runs in runs.values():
+                    ordered = sorted(label_runs, key=lambda r: r.rps)
+                    median = ordered[len(ordered) // 2]
+                    median.extra["rounds_rps"] = [round(r.rps) for r in label_runs]
+                    results.append(median)
 
         if args.profile:
             self.profile(Path(args.profile), methods)
@@ -1012,6 +1024,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (5-10)")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured s before each run")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every run; the median run is reported"
+    )
     parser.add_argument("--concurrency", default="1,8", help="comma-separated (default 1,8)")
     parser.add_argument("--methods", default="tools/list,tools/call")
     parser.add_argument("--servers", default="bare,ours")

@@ -10,6 +10,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from core.sqlite_wal import WalCheckpointer
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import PolicyRefused
@@ -139,14 +140,19 @@ class McpApplication:
 
     @asynccontextmanager
     async def running(self):
+        checkpointer = WalCheckpointer() if WalCheckpointer.wanted() else None
         async with self.session_manager.run():
             await _warm_up_in_db_thread()
+            if checkpointer is not None:
+                checkpointer.start()
             try:
                 yield
             finally:
                 if self.auditor is not None:
                     # Requests still being answered were recorded; write them before exiting.
                     await asyncio.to_thread(self.auditor.close)
+                if checkpointer is not None:
+                    await asyncio.to_thread(checkpointer.stop)
 
     async def __call__(self, scope, receive, send):
         await self.gate(scope, receive, send)
