@@ -51,8 +51,10 @@ def audit_events_append(
     connection = connections[DEFAULT_DB_ALIAS]
     statements = _statements(connection)
     rows = None
-    if statements.append_if_head is not None and not connection.in_atomic_block:
+    if not connection.in_atomic_block and statements.append_if_head is not None:
         rows = _append_if_head_unmoved(connection, statements, events, source)
+    elif not connection.in_atomic_block and connection.vendor == "sqlite":
+        rows = _append_sqlite(connection, statements, events, source)
     if rows is None:
         rows = _append_locked(connection, statements, events, source)
     return [_saved_event(row) for row in rows] if return_events else []
@@ -75,6 +77,33 @@ def _append_locked(connection, statements, events: list[dict], source: str) -> l
             cursor.execute(statements.update_head, [*head, source])
         transaction.on_commit(_queue_delivery)
         transaction.on_commit(partial(_remember_head, connection.alias, source, head))
+    return rows
+
+
+def _append_sqlite(connection, statements, events: list[dict], source: str):
+    """SQLite, outside a transaction: the locking path's statements on the driver's connection.
+
+    The same transaction (BEGIN IMMEDIATE serialises writers) without the ORM's per-statement
+    wrapping, which costs as much as the statements themselves here. Returns None when the chain
+    has no head yet (the locking path creates it)."""
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        found = raw.execute(statements.sqlite_head, (source,)).fetchone()
+        if found is None:
+            raw.execute("ROLLBACK")
+            return None
+        rows = _chained_rows(events, source, *found)
+        raw.executemany(statements.sqlite_insert_event, [statements.parameters(r) for r in rows])
+        head = (rows[-1]["sequence"], rows[-1]["hash"])
+        raw.execute(statements.sqlite_update_head, (*head, source))
+        raw.execute("COMMIT")
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+    _queue_delivery()
     return rows
 
 
@@ -140,6 +169,10 @@ class _Statements:
     insert_event: str
     columns: tuple[tuple[str, Callable | None], ...]  # (row key, None or the field's preparation)
     append_if_head: str | None  # PostgreSQL only
+    # The same statements in the sqlite3 driver's own placeholder style.
+    sqlite_head: str
+    sqlite_insert_event: str
+    sqlite_update_head: str
 
     def parameters(self, row: dict) -> list:
         return [row[name] if adapt is None else adapt(row[name]) for name, adapt in self.columns]
@@ -160,15 +193,21 @@ def _statements(connection) -> _Statements:
     head = quote(ChainHead._meta.db_table)
     # SQLite has no row locks; its IMMEDIATE transactions already serialise writers.
     lock = "" if connection.vendor == "sqlite" else " FOR UPDATE"
+    select_head = f"SELECT last_sequence, last_hash FROM {head} WHERE source = %s{lock}"  # noqa: S608
+    update_head = f"UPDATE {head} SET last_sequence = %s, last_hash = %s WHERE source = %s"  # noqa: S608
+    insert_event = (
+        f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})"
+    )
     statements = _Statements(
-        head=f"SELECT last_sequence, last_hash FROM {head} WHERE source = %s{lock}",  # noqa: S608
-        update_head=f"UPDATE {head} SET last_sequence = %s, last_hash = %s WHERE source = %s",  # noqa: S608
-        insert_event=(
-            f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns}) "  # noqa: S608
-            f"VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})"
-        ),
+        head=select_head,
+        update_head=update_head,
+        insert_event=insert_event,
         columns=tuple((f.attname, _adapter(f, connection)) for f in _EVENT_COLUMNS),
         append_if_head=_append_if_head_sql(connection, head, columns),
+        sqlite_head=select_head.replace("%s", "?"),
+        sqlite_insert_event=insert_event.replace("%s", "?"),
+        sqlite_update_head=update_head.replace("%s", "?"),
     )
     setattr(_statements_by_thread, connection.vendor, statements)
     return statements

@@ -147,3 +147,23 @@ def test_closing_writes_what_is_pending_then_stops(batches):
     asyncio.run(shut_down_while_a_batch_waits())
     assert batches == [1]
     assert not writer._thread.is_alive()
+
+
+def test_appends_outside_a_transaction_and_inside_one_extend_one_chain():
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from audit.services import audit_events_append
+    from audit.verification import verify_chain
+
+    audit_events_append(events=[event(1)])  # creates the chain head
+    with CaptureQueriesContext(connection) as queries:
+        outside = audit_events_append(events=[event(2), event(3)])
+    if connection.vendor == "sqlite":
+        assert len(queries) == 0  # the driver's connection directly, no ORM statements
+    with transaction.atomic():
+        inside = audit_events_append(events=[event(4)])
+    last = audit_events_append(events=[event(5)])
+    assert [e.sequence for e in outside + inside + last] == [2, 3, 4, 5]
+    report = verify_chain()
+    assert report.ok and report.events_checked == 5, report.message
