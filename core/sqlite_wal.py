@@ -15,7 +15,7 @@ from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
 logger = logging.getLogger("hyperbook.db")
 
-CHECKPOINT_INTERVAL_S = 0.5
+CHECKPOINT_INTERVAL_S = 1.0
 
 
 class WalCheckpointer:
