@@ -115,7 +115,7 @@ def build_server() -> Server:
 
 
 class McpApplication:
-    """ASGI app for /mcp: the gate, then the SDK's stateless Streamable HTTP transport."""
+    """ASGI app for /mcp: the gate, then one exchange on the SDK's kernel (or its transport)."""
 
     def __init__(self):
         self.auditor = auditor = RequestAuditor() if settings.AUDIT_MCP_REQUESTS else None
