@@ -110,6 +110,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        "control_folder": str(VAR_DIR / "broker-control"),  # else ./control in the working dir
         "store_processed": False,
     }
     if CELERY_BROKER_URL == "filesystem://"
