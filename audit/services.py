@@ -63,18 +63,11 @@ def audit_events_append(
 def _append_locked(connection, statements, events: list[dict], source: str) -> list[dict]:
     with transaction.atomic(using=connection.alias):
         with connection.cursor() as cursor:
-            cursor.execute(statements.head, [source])
-            found = cursor.fetchone()
-            if found is None:
+            rows = _extend_chain(cursor, statements, statements.orm, events, source)
+            if rows is None:
                 ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
-                cursor.execute(statements.head, [source])
-                found = cursor.fetchone()
-            rows = _chained_rows(events, source, *found)
-            cursor.executemany(
-                statements.insert_event, [statements.parameters(row) for row in rows]
-            )
-            head = (rows[-1]["sequence"], rows[-1]["hash"])
-            cursor.execute(statements.update_head, [*head, source])
+                rows = _extend_chain(cursor, statements, statements.orm, events, source)
+        head = (rows[-1]["sequence"], rows[-1]["hash"])
         transaction.on_commit(_queue_delivery)
         transaction.on_commit(partial(_remember_head, connection.alias, source, head))
     return rows
@@ -90,20 +83,28 @@ def _append_sqlite(connection, statements, events: list[dict], source: str):
     raw = connection.connection
     raw.execute("BEGIN IMMEDIATE")
     try:
-        found = raw.execute(statements.sqlite_head, (source,)).fetchone()
-        if found is None:
-            raw.execute("ROLLBACK")
-            return None
-        rows = _chained_rows(events, source, *found)
-        raw.executemany(statements.sqlite_insert_event, [statements.parameters(r) for r in rows])
-        head = (rows[-1]["sequence"], rows[-1]["hash"])
-        raw.execute(statements.sqlite_update_head, (*head, source))
-        raw.execute("COMMIT")
+        rows = _extend_chain(raw.cursor(), statements, statements.driver, events, source)
+        raw.execute("ROLLBACK" if rows is None else "COMMIT")
     except BaseException:
         if raw.in_transaction:
             raw.execute("ROLLBACK")
         raise
-    _queue_delivery()
+    if rows is not None:
+        _queue_delivery()
+    return rows
+
+
+def _extend_chain(cursor, statements, sql: "_ChainSql", events: list[dict], source: str):
+    """Read the head, insert the chained rows, move the head (in the caller's transaction).
+
+    Returns the rows, or None when the source has no chain head yet."""
+    cursor.execute(sql.head, [source])
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    rows = _chained_rows(events, source, *found)
+    cursor.executemany(sql.insert_event, [statements.parameters(row) for row in rows])
+    cursor.execute(sql.update_head, [rows[-1]["sequence"], rows[-1]["hash"], source])
     return rows
 
 
@@ -163,16 +164,23 @@ def _remember_head(alias: str, source: str, head: tuple[int, str]) -> None:
 
 
 @dataclass(frozen=True)
-class _Statements:
+class _ChainSql:
     head: str
-    update_head: str
     insert_event: str
+    update_head: str
+
+    def in_qmark_style(self) -> "_ChainSql":
+        return _ChainSql(
+            *(sql.replace("%s", "?") for sql in (self.head, self.insert_event, self.update_head))
+        )
+
+
+@dataclass(frozen=True)
+class _Statements:
+    orm: _ChainSql  # through Django's cursor
+    driver: _ChainSql  # the same on the sqlite3 driver's connection (its placeholder style)
     columns: tuple[tuple[str, Callable | None], ...]  # (row key, None or the field's preparation)
     append_if_head: str | None  # PostgreSQL only
-    # The same statements in the sqlite3 driver's own placeholder style.
-    sqlite_head: str
-    sqlite_insert_event: str
-    sqlite_update_head: str
 
     def parameters(self, row: dict) -> list:
         return [row[name] if adapt is None else adapt(row[name]) for name, adapt in self.columns]
@@ -199,15 +207,12 @@ def _statements(connection) -> _Statements:
         f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns}) "  # noqa: S608
         f"VALUES ({', '.join(['%s'] * len(_EVENT_COLUMNS))})"
     )
+    orm = _ChainSql(head=select_head, insert_event=insert_event, update_head=update_head)
     statements = _Statements(
-        head=select_head,
-        update_head=update_head,
-        insert_event=insert_event,
+        orm=orm,
+        driver=orm.in_qmark_style(),
         columns=tuple((f.attname, _adapter(f, connection)) for f in _EVENT_COLUMNS),
         append_if_head=_append_if_head_sql(connection, head, columns),
-        sqlite_head=select_head.replace("%s", "?"),
-        sqlite_insert_event=insert_event.replace("%s", "?"),
-        sqlite_update_head=update_head.replace("%s", "?"),
     )
     setattr(_statements_by_thread, connection.vendor, statements)
     return statements
