@@ -13,6 +13,8 @@ import threading
 
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
+from core.background import lower_current_thread_priority
+
 logger = logging.getLogger("hyperbook.db")
 
 CHECKPOINT_INTERVAL_S = 1.0
@@ -45,6 +47,7 @@ class WalCheckpointer:
             return tuple(cursor.fetchone())
 
     def _run(self) -> None:
+        lower_current_thread_priority()
         try:
             while not self._stop.wait(self.interval):
                 close_old_connections()

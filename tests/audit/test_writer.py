@@ -54,9 +54,10 @@ def event(n: int) -> dict:
     return {"action": "mcp.tools_list", "outcome": "allowed", "request_id": f"writer-test-{n}"}
 
 
-async def requests_in_progress(writer: AuditWriter, count: int, gap: float) -> None:
-    """`count` requests announced together, each finishing `gap` seconds after the previous."""
-    for _ in range(count):
+async def requests_in_progress(writer: AuditWriter, count: int, gap: float, hung: int = 0) -> None:
+    """`count` requests announced together, each finishing `gap` seconds after the previous,
+    and `hung` more announced that never finish."""
+    for _ in range(count + hung):
         writer.expect()
 
     async def request(n: int):
@@ -67,20 +68,35 @@ async def requests_in_progress(writer: AuditWriter, count: int, gap: float) -> N
 
 
 def test_requests_in_progress_share_one_commit(batches):
-    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+    writer = AuditWriter(gap=LONG_WAIT, max_wait=LONG_WAIT)
     asyncio.run(requests_in_progress(writer, 5, gap=0.02))
     assert batches == [5]
     assert AuditEvent.objects.filter(request_id__startswith="writer-test-").count() == 5
 
 
 def test_a_lone_request_is_committed_without_waiting(batches):
-    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+    writer = AuditWriter(gap=LONG_WAIT, max_wait=LONG_WAIT)
     asyncio.run(requests_in_progress(writer, 1, gap=0))
     assert batches == [1]
 
 
+def test_a_batch_waits_on_while_siblings_keep_arriving(batches):
+    # Each arrives within `gap` of the previous, so all share one commit, although the last comes
+    # long after the first batch member's own `gap` has passed; the hung one is not waited for.
+    writer = AuditWriter(gap=0.3, max_wait=LONG_WAIT)
+    asyncio.run(requests_in_progress(writer, 4, gap=0.15, hung=1))
+    assert batches == [4]
+
+
+def test_a_batch_whose_siblings_trickle_in_is_cut_at_max_wait(batches):
+    # Arrivals at 0, .1, .2 | .3, .4 s; the first batch is cut at .25 s, the second .15 s after .4
+    writer = AuditWriter(gap=0.15, max_wait=0.25)
+    asyncio.run(requests_in_progress(writer, 5, gap=0.1, hung=1))
+    assert batches == [3, 2]
+
+
 def test_the_wait_for_siblings_is_bounded(batches):
-    writer = AuditWriter(group_commit_wait=0.05)
+    writer = AuditWriter(gap=0.05, max_wait=LONG_WAIT)
 
     async def one_finishes_one_never_does():
         writer.expect()
@@ -92,7 +108,7 @@ def test_the_wait_for_siblings_is_bounded(batches):
 
 
 def test_a_request_that_ends_without_an_event_releases_the_batch(batches):
-    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+    writer = AuditWriter(gap=LONG_WAIT, max_wait=LONG_WAIT)
 
     async def one_records_one_is_cancelled():
         writer.expect()
@@ -107,7 +123,7 @@ def test_a_request_that_ends_without_an_event_releases_the_batch(batches):
 
 
 def test_a_failed_write_fails_only_its_own_request(batches):
-    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+    writer = AuditWriter(gap=LONG_WAIT, max_wait=LONG_WAIT)
 
     async def one_bad_event_among_good_ones():
         for _ in range(3):
@@ -134,7 +150,7 @@ def test_a_failed_write_fails_only_its_own_request(batches):
 
 
 def test_closing_writes_what_is_pending_then_stops(batches):
-    writer = AuditWriter(group_commit_wait=LONG_WAIT)
+    writer = AuditWriter(gap=LONG_WAIT, max_wait=LONG_WAIT)
 
     async def shut_down_while_a_batch_waits():
         writer.expect()
