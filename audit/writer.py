@@ -41,7 +41,6 @@ class AuditWriter:
         self._lock = threading.Lock()
         self._pending: list = []  # (values, loop, future) waiting for the next transaction
         self._expected = 0  # requests in progress whose event has not been queued yet
-        self._batch = 0  # counts batches taken by the writer: a deadline knows whose it is
         self._first_arrival = self._last_arrival = 0.0  # of the batch being collected
         # Wake-ups for the writer thread: a C-level queue is several times cheaper than an Event.
         self._wakeups: queue.SimpleQueue = queue.SimpleQueue()
@@ -77,22 +76,21 @@ class AuditWriter:
             if first:
                 self._first_arrival = now
             ready = self._expected == 0 or len(self._pending) >= MAX_BATCH
-            batch = self._batch
         if ready:
             self._wake()
         elif first:
             # Others are on their way: commit when the last of them arrives, or at the deadline.
-            loop.call_later(self._gap, self._at_deadline, loop, batch)
+            loop.call_later(self._gap, self._at_deadline, loop, future)
         await future
 
-    def _at_deadline(self, loop: asyncio.AbstractEventLoop, batch: int) -> None:
+    def _at_deadline(self, loop: asyncio.AbstractEventLoop, first: asyncio.Future) -> None:
         with self._lock:
-            if batch != self._batch or not self._pending:
-                return  # that batch has been written
+            if not self._pending or self._pending[0][2] is not first:
+                return  # the batch this event began has been taken by the writer
             deadline = min(self._last_arrival + self._gap, self._first_arrival + self._max_wait)
             remaining = deadline - time.monotonic()
         if remaining > 0:  # an event came meanwhile: wait on for the rest
-            loop.call_later(remaining, self._at_deadline, loop, batch)
+            loop.call_later(remaining, self._at_deadline, loop, first)
         else:
             self._wake()
 
@@ -127,7 +125,6 @@ class AuditWriter:
                     self._wakeups.get_nowait()
                 with self._lock:
                     batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                    self._batch += 1
                     if self._pending:
                         self._wake()  # more than one batch's worth: go round again at once
                 if batch:

@@ -46,7 +46,10 @@ def test_the_calling_thread_alone_is_lowered(settings):
 def test_niceness_never_goes_past_19(settings):
     settings.BACKGROUND_THREAD_NICENESS = 19
     before = niceness(threading.get_native_id())
-    twice = lambda: (lower_current_thread_priority(), lower_current_thread_priority())  # noqa: E731
+
+    def twice():
+        return lower_current_thread_priority(), lower_current_thread_priority()
+
     result, after = in_new_thread(twice)
     assert result == (min(19, before + 19), 19)
     assert after == 19
