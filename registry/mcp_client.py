@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import re
-import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 import mcp.types as mcp_types
 from pydantic import ValidationError
@@ -29,7 +29,13 @@ from registry.declarations import (
     McpServerDeclaration,
     resolve_kb_mcp_endpoint,
 )
-from registry.tokens import MalformedToken, normalize_token
+from registry.tokens import (
+    MalformedToken,
+    TooDeeplyNested,
+    looks_like_secret,
+    normalize_token,
+    redact_secrets,
+)
 
 REQUESTED_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -498,9 +504,11 @@ class McpHttpSession:
     id sent only once issued, the negotiated version on every request after initialize.
 
     Never follows redirects, never reads proxies or .netrc from the environment, never retries a
-    request. A POST whose SSE stream ends before its answer is resumed with GET + Last-Event-ID
-    (the spec's resumption; the request itself is not sent again). Use as a context manager: on
-    close, a session the server issued is ended with DELETE.
+    request. Each HTTP request has one deadline (`timeout` seconds from the moment it is sent to
+    its last byte, headers included) and one byte budget, however slowly or endlessly the server
+    writes. A POST whose SSE stream ends before its answer is resumed with GET + Last-Event-ID
+    within the same deadline (the request itself is not sent again). Use as a context manager:
+    on close, a session the server issued is ended with DELETE.
     """
 
     def __init__(
@@ -521,12 +529,6 @@ class McpHttpSession:
         self.last_request_id = ""
         self.last_status: int | None = None
         self._next_id = 0
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout),
-            follow_redirects=False,
-            trust_env=False,
-            headers={"User-Agent": USER_AGENT},
-        )
 
     def __repr__(self) -> str:
         return f"<McpHttpSession version={self.protocol_version} session={bool(self.session_id)}>"
@@ -611,21 +613,26 @@ class McpHttpSession:
         self._post(message, expect_answer=False)
 
     def close(self) -> None:
+        if self.session_id is None:
+            return
+        headers, _ = self._headers()
+        headers.pop("Content-Type")
+        self.session_id = None
         try:
-            if self.session_id is not None:
-                headers, _ = self._headers()
-                headers.pop("Content-Type")
-                # Best effort: a server may refuse DELETE (405); the session then just expires.
-                self._client.delete(self.url, headers=headers, timeout=min(self.timeout, 5.0))
-        except httpx.HTTPError:
+            # Best effort: a server may refuse DELETE (405); the session then just expires.
+            anyio.run(self._delete, headers, min(self.timeout, 5.0))
+        except (httpx.HTTPError, TimeoutError):
             pass
-        finally:
-            self.session_id = None
-            self._client.close()
+
+    async def _delete(self, headers: dict, seconds: float) -> None:
+        with anyio.fail_after(seconds):
+            async with _http_client(seconds) as client:
+                await client.delete(self.url, headers=headers)
 
     def _headers(self) -> tuple[dict[str, str], str]:
         """Headers for the next HTTP request, with a fresh X-Request-ID (also returned)."""
         headers = mcp_headers(self._bearer, self.protocol_version, self.session_id)
+        headers["Accept-Encoding"] = "identity"  # the byte budget counts what the server sent
         request_id = uuid.uuid4().hex
         headers["X-Request-ID"] = request_id
         return headers, request_id
@@ -635,28 +642,15 @@ class McpHttpSession:
         method = message["method"]
         headers, request_id = self._headers()
         self.last_request_id, self.last_status = request_id, None
-        deadline = time.monotonic() + self.timeout
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
         context = {"rpc_method": method, "request_id": request_id}
         try:
-            with self._client.stream("POST", self.url, content=body, headers=headers) as response:
-                answer_id = response.headers.get("x-request-id", "")
-                if REQUEST_ID_RE.match(answer_id):
-                    context["request_id"] = self.last_request_id = answer_id
-                self.last_status = response.status_code
-                self._check_status(response, context)
-                if method == "initialize":
-                    self._take_session_id(response, context)
-                if not expect_answer:
-                    return None
-                if response.status_code == 202:
-                    raise MalformedResponse("no answer to a request", **context)
-                kind = _content_type(response)
-                if kind == "application/json":
-                    return _answer_of(_read_json(response, context), message["id"], context)
-                if kind == "text/event-stream":
-                    return self._answer_from_stream(response, message["id"], deadline, context)
-                raise MalformedResponse("unexpected content type", **context)
+            # Each POST runs on an event loop of its own so that one deadline (fail_after) covers
+            # the connection, the headers and every byte of the body; httpx's own timeouts are
+            # per read, and a server dripping a byte a second would never trip them.
+            return anyio.run(self._exchange, message, body, headers, context, expect_answer)
+        except TimeoutError:
+            raise McpTimeout("no answer in time", **context) from None
         except httpx.TimeoutException:
             raise McpTimeout("no answer in time", **context) from None
         except httpx.TransportError as exc:
@@ -664,7 +658,43 @@ class McpHttpSession:
                 f"could not reach the server ({type(exc).__name__})", **context
             ) from exc
 
-    def _check_status(self, response: httpx.Response, context: dict) -> None:
+    async def _exchange(self, message, body, headers, context, expect_answer) -> dict | None:
+        with anyio.fail_after(self.timeout):
+            async with (
+                _http_client(self.timeout) as client,
+                client.stream("POST", self.url, content=body, headers=headers) as response,
+            ):
+                answer_id = response.headers.get("x-request-id", "")
+                if REQUEST_ID_RE.match(answer_id) and not looks_like_secret(
+                    answer_id, self._bearer
+                ):
+                    context["request_id"] = self.last_request_id = answer_id
+                self.last_status = response.status_code
+                await self._check_status(response, context)
+                if message["method"] == "initialize":
+                    self._take_session_id(response, context)
+                if not expect_answer:
+                    return None
+                if response.status_code == 202:
+                    raise MalformedResponse("no answer to a request", **context)
+                _check_identity_encoding(response, context)
+                kind = _content_type(response)
+                if kind == "application/json":
+                    payload = _parse_json(await _read_body(response, context), context)
+                    return self._answer_of(payload, message["id"], context)
+                if kind == "text/event-stream":
+                    return await self._answer_from_stream(client, response, message["id"], context)
+                raise MalformedResponse("unexpected content type", **context)
+
+    def _answer_of(self, payload: object, rpc_id: int, context: dict) -> dict:
+        """The answer with every echo of a secret taken out before anything reads it."""
+        try:
+            payload = redact_secrets(payload, known=(self._bearer,) if self._bearer else ())
+        except TooDeeplyNested:
+            raise MalformedResponse("the answer is nested too deeply", **context) from None
+        return _answer_of(payload, rpc_id, context)
+
+    async def _check_status(self, response: httpx.Response, context: dict) -> None:
         status = response.status_code
         context = {**context, "http_status": status}
         if 200 <= status < 300:
@@ -674,7 +704,7 @@ class McpHttpSession:
         if status == 401:
             raise Unauthorized("401 unauthorized", **context)
         if status in (403, 421):
-            if _is_origin_refusal(response):
+            if await _is_origin_refusal(response):
                 raise OriginRefused("refused by the server's Origin/Host check", **context)
             if status == 403:
                 raise Forbidden("403 forbidden", **context)
@@ -682,7 +712,7 @@ class McpHttpSession:
             raise SessionExpired("session ended by the server", **context)
         if status == 429:
             retry_after = response.headers.get("retry-after", "")
-            seconds = int(retry_after) if retry_after.isdigit() else None
+            seconds = int(retry_after) if retry_after.isdigit() and len(retry_after) < 9 else None
             raise RateLimited("429 too many requests", retry_after=seconds, **context)
         if status >= 500:
             raise ServerError(f"HTTP {status}", **context)
@@ -696,75 +726,96 @@ class McpHttpSession:
             raise MalformedResponse("session id is not visible ASCII", **context)
         self.session_id = session_id
 
-    def _answer_from_stream(self, response, rpc_id: int, deadline: float, context: dict) -> dict:
-        resumed: list[httpx.Response] = []
-        try:
-            return self._read_stream(response, rpc_id, deadline, context, resumed)
-        finally:
-            for stream in resumed:
-                stream.close()
-
-    def _read_stream(self, response, rpc_id, deadline, context, resumed) -> dict:
+    async def _answer_from_stream(self, client, response, rpc_id: int, context: dict) -> dict:
+        budget = _ByteBudget(MAX_RESPONSE_BYTES, context)
         last_event_id, retry_ms = None, None
-        for _ in range(MAX_STREAM_RESUMPTIONS + 1):
-            for event in _sse_events(response, deadline, context):
-                if event.event_id is not None:
-                    last_event_id = event.event_id
-                if event.retry_ms is not None:
-                    retry_ms = event.retry_ms
-                if not event.data.strip():
-                    continue  # a priming event or a keep-alive
-                try:
-                    payload = json.loads(event.data)
-                except ValueError:
-                    raise MalformedResponse("an SSE event is not JSON", **context) from None
-                if (
-                    isinstance(payload, dict)
-                    and payload.get("id") == rpc_id
-                    and ("result" in payload or "error" in payload)
-                ):
-                    return _answer_of(payload, rpc_id, context)
-                # Notifications and server requests are not for this call: this client declares
-                # no capabilities that would let a server expect an answer.
-            if last_event_id is None:
-                raise MalformedResponse("the stream ended without an answer", **context)
-            response.close()
-            response = self._resume(last_event_id, retry_ms, deadline, context)
-            resumed.append(response)
+        for attempt in range(MAX_STREAM_RESUMPTIONS + 1):
+            if attempt:
+                if last_event_id is None:
+                    break
+                await anyio.sleep(min((retry_ms or 0) / 1000, MAX_RESUME_WAIT_SECONDS))
+                response = await self._resume(client, last_event_id, context)
+            try:
+                async for event in _sse_events(response, budget, context):
+                    if event.event_id is not None:
+                        last_event_id = event.event_id
+                    if event.retry_ms is not None:
+                        retry_ms = event.retry_ms
+                    if not event.data.strip():
+                        continue  # a priming event or a keep-alive
+                    payload = _parse_json(event.data.encode(), context)
+                    if (
+                        isinstance(payload, dict)
+                        and payload.get("id") == rpc_id
+                        and ("result" in payload or "error" in payload)
+                    ):
+                        return self._answer_of(payload, rpc_id, context)
+                    # Notifications and server requests are not for this call: this client
+                    # declares no capabilities that would let a server expect an answer.
+            finally:
+                if attempt:
+                    await response.aclose()
         raise MalformedResponse("the stream ended without an answer", **context)
 
-    def _resume(self, last_event_id: str, retry_ms, deadline: float, context: dict):
-        wait = min((retry_ms or 0) / 1000, MAX_RESUME_WAIT_SECONDS)
-        if time.monotonic() + wait >= deadline:
-            raise McpTimeout("no answer in time", **context)
-        time.sleep(wait)
+    async def _resume(self, client, last_event_id: str, context: dict) -> httpx.Response:
         headers, _ = self._headers()
         headers.pop("Content-Type")
         headers["Accept"] = "text/event-stream"
         headers["Last-Event-ID"] = last_event_id
-        request = self._client.build_request("GET", self.url, headers=headers)
-        response = self._client.send(request, stream=True)
+        request = client.build_request("GET", self.url, headers=headers)
+        response = await client.send(request, stream=True)
         try:
-            self._check_status(response, context)
+            await self._check_status(response, context)
+            _check_identity_encoding(response, context)
             if _content_type(response) != "text/event-stream":
                 raise MalformedResponse("resumption is not an event stream", **context)
         except BaseException:
-            response.close()
+            await response.aclose()
             raise
         return response
+
+
+def _http_client(timeout: float) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout),
+        follow_redirects=False,
+        trust_env=False,
+        headers={"User-Agent": USER_AGENT},
+    )
+
+
+class _ByteBudget:
+    """How many bytes one answer may still take, counted as they arrive (inside a line too)."""
+
+    def __init__(self, limit: int, context: dict):
+        self.left = limit
+        self.context = context
+
+    def take(self, chunk: bytes) -> bytes:
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise MalformedResponse("the answer is too large", **self.context)
+        return chunk
 
 
 def _content_type(response: httpx.Response) -> str:
     return response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-def _is_origin_refusal(response: httpx.Response) -> bool:
+def _check_identity_encoding(response: httpx.Response, context: dict) -> None:
+    # We ask for identity; a compressed body would let a few bytes expand past the budget.
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise MalformedResponse("the answer is compressed although identity was asked", **context)
+
+
+async def _is_origin_refusal(response: httpx.Response) -> bool:
     """A 403/421 from Origin/Host protection: its body names Origin or Host and no scope error."""
     challenge = response.headers.get("www-authenticate", "").lower()
     if "insufficient_scope" in challenge:
         return False
     body = bytearray()
-    for chunk in response.iter_bytes():
+    async for chunk in response.aiter_raw():
         body += chunk
         if len(body) >= MAX_ERROR_BODY_BYTES:
             break
@@ -774,47 +825,69 @@ def _is_origin_refusal(response: httpx.Response) -> bool:
     return bool(re.search(r"\b(origin|host)\b", text))
 
 
-def _read_json(response: httpx.Response, context: dict) -> object:
+async def _read_body(response: httpx.Response, context: dict) -> bytes:
+    budget = _ByteBudget(MAX_RESPONSE_BYTES, context)
     body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise MalformedResponse("response too large", **context)
+    async for chunk in response.aiter_raw():
+        body += budget.take(chunk)
+    return bytes(body)
+
+
+def _parse_json(data: bytes, context: dict) -> object:
     try:
-        return json.loads(bytes(body))
-    except (ValueError, UnicodeDecodeError):
-        raise MalformedResponse("response is not JSON", **context) from None
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: JSON nested deeper than the interpreter's stack allows.
+        raise MalformedResponse("the answer is not JSON", **context) from None
 
 
-def _sse_events(response: httpx.Response, deadline: float, context: dict) -> Iterator[_SseEvent]:
-    """Server-sent events as they arrive (WHATWG parsing: data/id/retry fields, blank line ends)."""
-    event, data_lines, size = _SseEvent(), [], 0
-    for line in response.iter_lines():
-        size += len(line) + 1
-        if size > MAX_RESPONSE_BYTES:
-            raise MalformedResponse("event stream too large", **context)
-        if time.monotonic() > deadline:
-            raise McpTimeout("no answer in time", **context)
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+async def _sse_events(response: httpx.Response, budget: _ByteBudget, context: dict):
+    """Server-sent events as they arrive (WHATWG parsing: data/id/retry fields, blank line ends).
+
+    Lines are cut from raw chunks here rather than by httpx, so the byte budget holds inside a
+    line that never ends."""
+    event, data_lines = _SseEvent(), []
+    pending = b""
+
+    def take(line: str):
+        nonlocal event, data_lines
         if line == "":
+            finished = None
             if data_lines or event.event_id is not None or event.retry_ms is not None:
                 event.data = "\n".join(data_lines)
-                yield event
+                finished = event
             event, data_lines = _SseEvent(), []
-            continue
+            return finished
         if line.startswith(":"):
-            continue
+            return None
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if name == "data":
             data_lines.append(value)
         elif name == "id" and "\0" not in value:
             event.event_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isdigit() and len(value) < 9:
             event.retry_ms = int(value)
+        return None
+
+    async for chunk in response.aiter_raw():
+        pending += budget.take(chunk)
+        # A trailing "\r" may be the first half of "\r\n": hold it until the next chunk.
+        held = b"\r" if pending.endswith(b"\r") else b""
+        lines = _LINE_END.split(pending[: len(pending) - len(held)])
+        pending = lines.pop() + held
+        for raw in lines:
+            finished = take(raw.decode("utf-8", "replace"))
+            if finished is not None:
+                yield finished
+    if pending:
+        take(pending.rstrip(b"\r").decode("utf-8", "replace"))
     if data_lines:
         event.data = "\n".join(data_lines)
         yield event
-
 
 def _answer_of(payload: object, rpc_id: int, context: dict) -> dict:
     """The result of a JSON-RPC response to request `rpc_id`; JsonRpcError for an error."""

@@ -21,11 +21,14 @@ from registry.declarations import (
 )
 from registry.models import AllowedTool, McpServer, TokenDelegation
 from registry.tokens import (
+    MIN_TOKEN_BITS,
     MalformedToken,
     display_prefix,
     generate_token,
     normalize_token,
     token_fingerprint,
+    token_is_trivial,
+    token_strength_bits,
 )
 
 
@@ -173,6 +176,16 @@ def delegation_register(
         token = normalize_token(raw_token)
     except MalformedToken:
         raise DelegationError(_("토큰 형식이 올바르지 않습니다.")) from None
+    if token_strength_bits(token) < MIN_TOKEN_BITS:
+        raise DelegationError(
+            _(
+                "토큰이 너무 약합니다: 최소 %(bits)s비트가 필요합니다 "
+                "(16진수 32자, base64url 22자 이상)."
+            )
+            % {"bits": MIN_TOKEN_BITS}
+        )
+    if token_is_trivial(token):
+        raise DelegationError(_("반복되는 문자로 된 토큰은 등록할 수 없습니다."))
     if TokenDelegation.objects.filter(fingerprint=token_fingerprint(token)).exists():
         raise DelegationError(_("이미 등록된 토큰입니다."))
     return _delegation_create(

@@ -2,6 +2,7 @@
 
 import hashlib
 import hmac
+import math
 import re
 import secrets
 
@@ -54,3 +55,84 @@ def display_prefix(token: str) -> str:
     if token.startswith(ISSUED_TOKEN_PREFIX):
         return token[: len(ISSUED_TOKEN_PREFIX) + 4]
     return token[:4] if len(token) >= 24 else ""
+
+
+# Secret-shaped text a server might echo back: a bearer header value, or one of our own tokens.
+SECRET_SHAPES = re.compile(
+    r"(?i:\bbearer\s+)[A-Za-z0-9\-._~+/]+=*|\b(?:hbvpd|hbapi)_[A-Za-z0-9\-._~+/]+=*"
+)
+REDACTED = "[redacted]"
+MAX_REDACT_DEPTH = 64
+
+
+class TooDeeplyNested(ValueError):
+    """A value nested deeper than any answer we accept (MAX_REDACT_DEPTH)."""
+
+
+def looks_like_secret(text: str, known: str | None = None) -> bool:
+    return bool((known and known in text) or SECRET_SHAPES.search(text))
+
+
+def redact_secrets(value, *, known: tuple[str, ...] = (), depth: int = 0):
+    """A copy of a JSON value with every known secret and every secret-shaped string replaced.
+
+    A server that echoes the Authorization header it received (in a result, an error, a tool
+    description or its own name) must not get our user's token onto a page, into the database or
+    into the audit log. Values nested deeper than MAX_REDACT_DEPTH are refused, not walked."""
+    if depth > MAX_REDACT_DEPTH:
+        raise TooDeeplyNested("nested too deeply")
+    if isinstance(value, str):
+        for secret in known:
+            if secret:
+                value = value.replace(secret, REDACTED)
+        return SECRET_SHAPES.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {
+            redact_secrets(k, known=known, depth=depth + 1): redact_secrets(
+                v, known=known, depth=depth + 1
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_secrets(v, known=known, depth=depth + 1) for v in value]
+    return value
+
+
+# A token registered from elsewhere must carry at least this much entropy, by the rule below.
+MIN_TOKEN_BITS = 128
+_DIGITS = set("0123456789")
+_HEX = (_DIGITS | set("abcdef"), _DIGITS | set("ABCDEF"))
+_SINGLE_CASE = (
+    _DIGITS | set("abcdefghijklmnopqrstuvwxyz"),
+    _DIGITS | set("ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+)
+
+
+def token_strength_bits(token: str) -> float:
+    """Bits a random token of this length and alphabet carries: length × log2(alphabet size).
+
+    The alphabet is the smallest of: digits (10), hexadecimal in one case (16), letters of one
+    case with digits (36), or the base64url family (64). So 128 bits take 39 digits, 32 hex
+    characters, 25 single-case alphanumerics or 22 base64url characters (padding not counted)."""
+    body = token.rstrip("=")
+    characters = set(body)
+    if characters <= _DIGITS:
+        size = 10
+    elif any(characters <= alphabet for alphabet in _HEX):
+        size = 16
+    elif any(characters <= alphabet for alphabet in _SINGLE_CASE):
+        size = 36
+    else:
+        size = 64
+    return len(body) * math.log2(size)
+
+
+def token_is_trivial(token: str) -> bool:
+    """Repetitive on its face: fewer than 8 different characters, one character making up more
+    than half of it, or a shorter piece repeated (abcabcabc…)."""
+    body = token.rstrip("=")
+    if len(set(body)) < 8:
+        return True
+    if max(body.count(ch) for ch in set(body)) * 2 > len(body):
+        return True
+    return body in (body + body)[1:-1]
