@@ -1,4 +1,8 @@
-"""The two operator groups and what each may do, brought in step with the models on migrate."""
+"""The two operator groups and what each may do, brought in step with the models on migrate.
+
+The groups are the product's: migrate sets their permissions to exactly these. Operators who
+want other combinations make groups of their own.
+"""
 
 from django.contrib.auth.models import Group, Permission
 
@@ -17,6 +21,12 @@ GROUP_PERMISSIONS = {
         "audit": ("view",),
     },
 }
+# Rights that are not implied by view/add/change/delete: each sends a user's bearer or decides
+# what a server may offer, so only mcp_admins (and superusers) hold them.
+GROUP_EXTRA_PERMISSIONS = {
+    MCP_ADMINS: ("registry.use_console", "registry.approve_toolpin"),
+    AUDITORS: (),
+}
 
 
 def ensure_default_groups() -> None:
@@ -27,4 +37,9 @@ def ensure_default_groups() -> None:
             for permission in Permission.objects.filter(content_type__app_label=app_label):
                 if permission.codename.split("_", 1)[0] in actions:
                     wanted.append(permission)
-        group.permissions.add(*wanted)
+        for name in GROUP_EXTRA_PERMISSIONS[group_name]:
+            app_label, codename = name.split(".", 1)
+            wanted.extend(
+                Permission.objects.filter(content_type__app_label=app_label, codename=codename)
+            )
+        group.permissions.set(wanted)

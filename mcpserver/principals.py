@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils import timezone
 
 from core.prepared import PreparedValuesQuery
@@ -41,6 +42,7 @@ _DELEGATION_FOR_FINGERPRINT = PreparedValuesQuery(
             "revoked_at",
             "last_used_at",
             "tools",
+            "audience",
             "display_prefix",
             "stakeholder__stakeholder_id",
             "stakeholder__role",
@@ -49,6 +51,14 @@ _DELEGATION_FOR_FINGERPRINT = PreparedValuesQuery(
         )
     )
 )
+
+
+def audience_accepted(audience: str) -> bool:
+    """A token is for the resource it was issued for: once this deployment names its resource
+    (MCP_RESOURCE_URL), a delegation issued for another one is refused here. Delegations issued
+    before any resource was named carry none and stay valid."""
+    resource = settings.MCP_RESOURCE_URL
+    return not (audience and resource and audience != resource)
 
 
 def authenticate_token(token: str) -> Authentication:
@@ -65,6 +75,7 @@ def authenticate_token(token: str) -> Authentication:
         revoked_at,
         last_used_at,
         tools,
+        audience,
         prefix,
         stakeholder_id,
         role,
@@ -75,6 +86,8 @@ def authenticate_token(token: str) -> Authentication:
     state = TokenDelegation(revoked_at=revoked_at, expires_at=expires_at).state(now=now)
     if state != "active":
         return Authentication(None, state)
+    if not audience_accepted(audience):
+        return Authentication(None, "wrong_audience")
     if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:
         delegation_mark_used(delegation_id=delegation_id, now=now)
     return Authentication(

@@ -45,7 +45,21 @@ class ConsoleForm(forms.Form):
 
 @admin.register(ConsoleTurn)
 class ConsoleAdmin(admin.ModelAdmin):
-    """The changelist of ConsoleTurn is the console itself: a form, the result, the history."""
+    """The changelist of ConsoleTurn is the console itself: a form, the result, the history.
+
+    Using it takes `registry.use_console` (mcp_admins, superusers): it sends a user's bearer.
+    Each admin sees only their own turns; a superuser may open anyone's, and that is audited."""
+
+    def _may_use(self, request) -> bool:
+        return request.user.is_active and request.user.has_perm(console.USE_CONSOLE_PERMISSION)
+
+    def has_module_permission(self, request):
+        return self._may_use(request)
+
+    def has_view_permission(self, request, obj=None):
+        if not self._may_use(request):
+            return False
+        return obj is None or obj.user_id == request.user.pk or request.user.is_superuser
 
     def has_add_permission(self, request):
         return False
@@ -54,7 +68,13 @@ class ConsoleAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        if not self._may_use(request):
+            return False
         return obj is None or obj.user_id == request.user.pk
+
+    def get_queryset(self, request):
+        turns = super().get_queryset(request)
+        return turns if request.user.is_superuser else turns.filter(user=request.user)
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -62,6 +82,16 @@ class ConsoleAdmin(admin.ModelAdmin):
             path("delete/", view(self.delete_history_view), name="registry_console_delete"),
             *super().get_urls(),
         ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        turn = self.get_object(request, object_id)
+        if (
+            turn is not None
+            and turn.user_id != request.user.pk
+            and self.has_view_permission(request, turn)
+        ):
+            console.console_turn_viewed(turn=turn, viewer=request.user)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
         if not self.has_view_permission(request):
@@ -89,20 +119,22 @@ class ConsoleAdmin(admin.ModelAdmin):
         except console.ConsoleError as exc:
             form.add_error(None, str(exc))
             return None
-        if request.POST.get("action") == "discover":
-            return console.console_discover(user=request.user, server=data["server"], token=token)
-        if not data["prompt"].strip():
+        kind = ConsoleTurn.Kind.DISCOVER if request.POST.get("action") == "discover" else None
+        if kind is None and not data["prompt"].strip():
             form.add_error("prompt", _("질문을 입력하세요."))
             return None
-        return console.console_call(
+        return console.console_run(
             user=request.user,
+            kind=kind or ConsoleTurn.Kind.CALL,
             server=data["server"],
             token=token,
-            prompt=data["prompt"],
+            prompt="" if kind else data["prompt"],
             limit=data["limit"],
         )
 
     def delete_history_view(self, request):
+        if not self.has_delete_permission(request):
+            raise PermissionDenied
         if request.method == "POST":
             turn_id = request.POST.get("turn")
             deleted = console.console_history_delete(

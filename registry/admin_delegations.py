@@ -57,6 +57,7 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         "stakeholder",
         "agent_name",
         "tools",
+        "audience",
         "expires_at",
         "created_by",
         "created_at",

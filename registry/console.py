@@ -1,9 +1,11 @@
-"""The admin discovery console: pick a server and a user's token, discover, call, keep history.
+"""Discovery and calls as a person: the admin console and `manage.py kb_ask` both come through here.
 
-The token lives only in this request's memory. History and audit keep a safe projection: what the
-admin asked and saw (already masked by the server's VPD policy), never the token.
+The token lives only in the caller's memory. History and audit keep a safe projection: what was
+asked and seen (already masked by the server's VPD policy, echoed secrets redacted), never the
+token. Every failure, expected or not, ends as a Korean message and an audit event.
 """
 
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -12,11 +14,26 @@ from django.utils.translation import gettext as _
 
 from registry.models import ConsoleTurn, McpServer
 from registry.presets import PresetFileError, read_token_presets
-from registry.tokens import MalformedToken, display_prefix, normalize_token, token_fingerprint
+from registry.tokens import (
+    MalformedToken,
+    display_prefix,
+    normalize_token,
+    redact_secrets,
+    token_fingerprint,
+)
+
+USE_CONSOLE_PERMISSION = "registry.use_console"
+APPROVE_PIN_PERMISSION = "registry.approve_toolpin"
 
 
 class ConsoleError(ValueError):
-    """Something the admin must fix before anything is sent; the message is safe to show."""
+    """Something the admin must fix before anything is sent; the message is safe to show.
+
+    `code` names the failure for the audit trail."""
+
+    def __init__(self, message: str, *, code: str = "console_error"):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,16 @@ class ConsoleToken:
         return f"ConsoleToken(prefix={self.prefix!r}, stakeholder_id={self.stakeholder_id!r})"
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One discovery or call as it ended: a result or an error, and how long it took."""
+
+    kind: str
+    result: object = None  # a Discovery or a CallResult
+    error: BaseException | None = None
+    latency_ms: float = 0.0
+
+
 def console_presets() -> tuple[list[str], str]:
     """The stakeholder ids that have a demo token preset (the tokens stay on the server), and
     why there are none when the preset file cannot be used."""
@@ -39,84 +66,133 @@ def console_presets() -> tuple[list[str], str]:
         return [], _("토큰 프리셋 파일을 쓸 수 없습니다: %(why)s") % {"why": exc}
 
 
-def console_token(*, stakeholder_id: str = "", one_time_bearer: str = "") -> ConsoleToken:
+def console_token(*, stakeholder_id: str = "", one_time_bearer: str = "", presets_file=None):
+    """The bearer to use: a typed one-time token, or the stakeholder's preset."""
     if one_time_bearer:
         try:
             value = normalize_token(one_time_bearer)
         except MalformedToken:
-            raise ConsoleError(_("토큰 형식이 올바르지 않습니다.")) from None
+            raise ConsoleError(
+                _("토큰 형식이 올바르지 않습니다."), code="malformed_token"
+            ) from None
         return _token(value, stakeholder_id or "")
     if not stakeholder_id:
-        raise ConsoleError(_("토큰이 없습니다: 관계자 프리셋을 고르거나 일회용 토큰을 입력하세요."))
+        raise ConsoleError(
+            _("토큰이 없습니다: 관계자 프리셋을 고르거나 일회용 토큰을 입력하세요."),
+            code="missing_token",
+        )
     try:
-        presets = read_token_presets(settings.VPD_TOKEN_PRESETS_FILE)
+        presets = read_token_presets(presets_file or settings.VPD_TOKEN_PRESETS_FILE)
     except PresetFileError as exc:
-        raise ConsoleError(_("토큰 프리셋 파일을 쓸 수 없습니다: %(why)s") % {"why": exc}) from None
+        raise ConsoleError(
+            _("토큰 프리셋 파일을 쓸 수 없습니다: %(why)s") % {"why": exc}, code="preset_file"
+        ) from None
     if stakeholder_id not in presets:
-        raise ConsoleError(_("이 관계자의 토큰 프리셋이 없습니다."))
-    return _token(presets[stakeholder_id], stakeholder_id)
+        raise ConsoleError(_("이 관계자의 토큰 프리셋이 없습니다."), code="unknown_stakeholder")
+    try:
+        return _token(normalize_token(presets[stakeholder_id]), stakeholder_id)
+    except MalformedToken:
+        raise ConsoleError(
+            _("프리셋의 토큰 형식이 올바르지 않습니다."), code="preset_file"
+        ) from None
 
 
 def _token(value: str, stakeholder_id: str) -> ConsoleToken:
     return ConsoleToken(value, stakeholder_id, display_prefix(value), token_fingerprint(value))
 
 
-def console_discover(*, user, server: McpServer, token: ConsoleToken) -> ConsoleTurn:
-    from registry.mcp_client import discover_kb_tools
+def mcp_exchange(
+    *,
+    kind: str,
+    server: McpServer,
+    token: ConsoleToken,
+    prompt: str = "",
+    limit: int = 50,
+    trust_first_use: bool,
+    actor=None,
+) -> Exchange:
+    """Discover (`kind` "discover") or call ("call") a registered server with this token.
 
+    Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
+    back as the exchange's error for `to_public_mcp_error` to put in Korean."""
+    from registry.mcp_client import call_kb_select_ai, discover_kb_tools
+
+    started = time.perf_counter()
     try:
-        discovery = discover_kb_tools(server, token.value)
-    except Exception as exc:  # every client failure becomes a safe public message
-        return _turn_record(
-            user=user,
-            kind=ConsoleTurn.Kind.DISCOVER,
-            server=server,
-            token=token,
-            prompt="",
-            error=exc,
-        )
-    rendered = {
+        if kind == ConsoleTurn.Kind.DISCOVER:
+            result = discover_kb_tools(
+                server, token.value, trust_first_use=trust_first_use, actor=actor
+            )
+        else:
+            result = call_kb_select_ai(
+                server, token.value, prompt, limit, trust_first_use=trust_first_use, actor=actor
+            )
+    except Exception as exc:  # every failure becomes a safe public message and an audit event
+        return Exchange(kind, error=exc, latency_ms=_since(started))
+    return Exchange(kind, result=result, latency_ms=_since(started))
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def exchange_audit(
+    *,
+    exchange: Exchange | None,
+    server_id: str,
+    tool: str,
+    token: ConsoleToken | None,
+    actor: str,
+    stakeholder_role: str = "",
+    prompt: str | None = None,
+    refusal: ConsoleError | None = None,
+    kind: str = "",
+):
+    """The exchange's audit event ("console.discover" / "console.call"); for a refusal before
+    anything was sent, the refusal's code."""
+    from registry.mcp_client import audit_console_event
+
+    kind = exchange.kind if exchange is not None else kind
+    return audit_console_event(
+        action=f"console.{kind}",
+        server_id=server_id,
+        tool=tool,
+        token=token.value if token else None,
+        stakeholder_id=token.stakeholder_id if token else "",
+        stakeholder_role=stakeholder_role,
+        actor=actor,
+        result=exchange.result if exchange else None,
+        error=exchange.error if exchange else None,
+        refusal=refusal.code if refusal else "",
+        prompt=prompt or None,
+        latency_ms=exchange.latency_ms if exchange else None,
+    )
+
+
+def console_run(
+    *, user, kind: str, server: McpServer, token: ConsoleToken, prompt: str = "", limit: int = 50
+) -> ConsoleTurn:
+    """One console exchange as `user`, kept as a turn of their history with its audit event."""
+    exchange = mcp_exchange(
+        kind=kind,
+        server=server,
+        token=token,
+        prompt=prompt,
+        limit=limit,
+        # Pinning a server seen for the first time is a pin decision: it takes that right.
+        trust_first_use=user.has_perm(APPROVE_PIN_PERMISSION),
+        actor=user,
+    )
+    return _turn_record(user=user, server=server, token=token, prompt=prompt, exchange=exchange)
+
+
+def rendered_discovery(discovery) -> dict:
+    return {
         "protocol_version": discovery.protocol_version,
         "session_issued": discovery.session_issued,
         "tools": list(discovery.tool_names),
         "pin_state": discovery.pin_state,
     }
-    return _turn_record(
-        user=user,
-        kind=ConsoleTurn.Kind.DISCOVER,
-        server=server,
-        token=token,
-        prompt="",
-        result=discovery,
-        rendered=rendered,
-    )
-
-
-def console_call(
-    *, user, server: McpServer, token: ConsoleToken, prompt: str, limit: int
-) -> ConsoleTurn:
-    from registry.mcp_client import call_kb_select_ai
-
-    try:
-        result = call_kb_select_ai(server, token.value, prompt, limit)
-    except Exception as exc:
-        return _turn_record(
-            user=user,
-            kind=ConsoleTurn.Kind.CALL,
-            server=server,
-            token=token,
-            prompt=prompt,
-            error=exc,
-        )
-    return _turn_record(
-        user=user,
-        kind=ConsoleTurn.Kind.CALL,
-        server=server,
-        token=token,
-        prompt=prompt,
-        result=result,
-        rendered=rendered_answer(result.answer or {}),
-    )
 
 
 def rendered_answer(answer: dict) -> dict:
@@ -140,54 +216,68 @@ def rendered_answer(answer: dict) -> dict:
     }
 
 
-def _turn_record(
-    *, user, kind, server, token, prompt, result=None, error=None, rendered=None
-) -> ConsoleTurn:
+def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleTurn:
     """Keep the turn (what the admin saw) and its audit event, both from the same result or
     error, in one transaction."""
-    from registry.mcp_client import CallResult, audit_console_event, to_public_mcp_error
+    from registry.mcp_client import CallResult, Discovery, to_public_mcp_error
 
-    status, http_status, message = "ok", 200, ""
+    result, error = exchange.result, exchange.error
+    status, http_status, message, rendered = "ok", 200, "", {}
     if error is not None:
         public = to_public_mcp_error(error)
         status, http_status, message = public.code, public.http_status, public.message
     elif isinstance(result, CallResult):
         http_status = result.http_status
+        rendered = rendered_answer(result.answer or {})
         if result.is_error:
             status, message = "tool_error", (result.text or "")[:300]
+    elif isinstance(result, Discovery):
+        rendered = rendered_discovery(result)
+    known = (token.value,)
     with transaction.atomic():
         turn = ConsoleTurn.objects.create(
             user=user,
-            kind=kind,
+            kind=exchange.kind,
             server_id=server.server_id,
             tool=server.default_tool,
             stakeholder_id=token.stakeholder_id,
-            prompt=prompt,
+            # The admin may have pasted a token into the question; it is not kept either.
+            prompt=redact_secrets(prompt, known=known),
             status=status,
             http_status=http_status,
-            message=message,
+            message=redact_secrets(message, known=known),
             row_count=result.row_count if isinstance(result, CallResult) else None,
-            rendered=rendered or {},
+            rendered=redact_secrets(rendered, known=known),
             token_prefix=token.prefix,
             token_fingerprint=token.fingerprint,
             request_id=getattr(result, "request_id", "") or "",
         )
-        audit_console_event(
-            action=f"console.{kind}",
+        exchange_audit(
+            exchange=exchange,
             server_id=server.server_id,
             tool=server.default_tool,
-            token=token.value,
-            stakeholder_id=token.stakeholder_id,
+            token=token,
             actor=user.get_username(),
-            result=result,
-            error=error,
-            prompt=prompt or None,
+            prompt=prompt,
         )
     return turn
 
 
 def console_history(*, user):
     return ConsoleTurn.objects.filter(user=user).order_by("-created_at")
+
+
+def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
+    """A superuser opened another admin's turn: allowed, and on the record."""
+    from audit.services import audit_record
+
+    audit_record(
+        action="console.turn_viewed",
+        outcome="allowed",
+        actor=viewer.get_username()[:150],
+        target=f"console_turn:{turn.pk}",
+        detail=f"owner:{turn.user_id}",
+    )
 
 
 def console_history_delete(*, user, turn_id: int | None = None) -> int:

@@ -30,6 +30,11 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 SERVER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 ENDPOINT_PATH_RE = re.compile(r"^/[A-Za-z0-9_.\-/]{0,255}$")
+# A service credential lives in a variable named for it, never in one of hyperbook's own secrets
+# (DJANGO_SECRET_KEY, EGS2_MEMORY_API_TOKEN, …) that an admin could otherwise send to a server.
+SERVICE_TOKEN_ENV_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,110}_MCP(_ACCESS)?_TOKEN$")
+
+PER_REQUEST_VPD_BEARER = "per_request_vpd_bearer"
 
 # Keys that would put a KB server's URL or credential in the registry; the KB contract forbids them.
 KB_FORBIDDEN_KEYS = ("endpoint_url", "token_env", "POC3_MCP_TOKEN", "BACKOFFICE_MCP_ACCESS_TOKEN")
@@ -83,7 +88,7 @@ class McpServerDeclaration:
     tool_allowlist: tuple[str, ...] = ()
     router_mode: str = "direct"
     description: str = ""
-    auth_delivery: str = "per_request_vpd_bearer"
+    auth_delivery: str = "none"
     timeout_seconds_env: str = DEFAULT_TIMEOUT_ENV
     timeout_seconds: int | None = None
     base_url_env: str = ""
@@ -148,12 +153,13 @@ def validate_kb_mcp_server(mapping: Mapping) -> McpServerDeclaration:
 
     common = _validate_common(mapping, errors)
     base_url_env = mapping.get("base_url_env", DEFAULT_KB_BASE_URL_ENV)
-    if not isinstance(base_url_env, str) or not ENV_NAME_RE.match(base_url_env):
-        errors.append(FieldError("base_url_env", "must be an environment variable name"))
+    if base_url_env != DEFAULT_KB_BASE_URL_ENV:
+        # The one server that receives users' bearers has its URL from this variable only.
+        errors.append(FieldError("base_url_env", f"must be {DEFAULT_KB_BASE_URL_ENV}"))
     endpoint_path = mapping.get("endpoint_path", "/mcp")
     if not isinstance(endpoint_path, str) or endpoint_path != "/mcp":
         errors.append(FieldError("endpoint_path", "must be /mcp for the KB server"))
-    if common.get("auth_delivery") not in (None, "per_request_vpd_bearer"):
+    if common.get("auth_delivery") not in (None, PER_REQUEST_VPD_BEARER):
         errors.append(
             FieldError("auth_delivery", "must be per_request_vpd_bearer for the KB server")
         )
@@ -187,9 +193,21 @@ def _validate_legacy_server(mapping: Mapping) -> McpServerDeclaration:
     token_env = mapping.get("token_env", "")
     if token_env and (not isinstance(token_env, str) or not ENV_NAME_RE.match(token_env)):
         errors.append(FieldError("token_env", "must be an environment variable name, not a value"))
+    elif token_env and not SERVICE_TOKEN_ENV_RE.match(token_env):
+        errors.append(FieldError("token_env", "a service token variable's name ends in _MCP_TOKEN"))
+    auth_delivery = mapping.get("auth_delivery")
+    if auth_delivery == PER_REQUEST_VPD_BEARER:
+        errors.append(
+            FieldError(
+                "auth_delivery",
+                "a user's VPD bearer goes only to the KB VPD server; use none or service_token_env",
+            )
+        )
+    elif auth_delivery == "service_token_env" and not token_env:
+        errors.append(FieldError("token_env", "required with auth_delivery service_token_env"))
     if errors:
         raise DeclarationError(server_id, errors)
-    if "auth_delivery" not in mapping:
+    if auth_delivery is None:
         common["auth_delivery"] = "service_token_env" if token_env else "none"
     return McpServerDeclaration(
         **common, provider=provider, endpoint_url=endpoint_url, token_env=token_env or ""
@@ -248,7 +266,7 @@ def _validate_common(mapping: Mapping, errors: list[FieldError]) -> dict:
         "enabled": enabled is True,
         "transport": transport,
         "router_mode": router_mode,
-        "auth_delivery": auth_delivery or "per_request_vpd_bearer",
+        "auth_delivery": auth_delivery or PER_REQUEST_VPD_BEARER,
         "description": description if isinstance(description, str) else "",
         "timeout_seconds_env": timeout_env or "",
         "timeout_seconds": timeout if isinstance(timeout, int) else None,

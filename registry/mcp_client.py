@@ -43,8 +43,6 @@ CLIENT_INFO = {"name": "hyperbook", "title": "hyperbook MCP client", "version": 
 LIMIT_MIN, LIMIT_MAX = 1, 100
 DEFAULT_LIMIT = 50
 DEFAULT_TIMEOUT_SECONDS = 90
-# Fields of a tool definition that are pinned: what a model reads and what the call must satisfy.
-PINNED_FIELDS = ("name", "description", "inputSchema", "outputSchema", "annotations")
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 MAX_ERROR_BODY_BYTES = 4096
@@ -93,6 +91,12 @@ class MalformedBearer(McpClientError):
     """The bearer token is not a valid token; nothing was sent."""
 
     code = "malformed_token"
+
+
+class BearerNotForThisServer(McpClientError):
+    """The server is not the KB VPD server: it never receives a user's bearer; nothing was sent."""
+
+    code = "bearer_refused"
 
 
 class EndpointUnavailable(McpClientError):
@@ -273,6 +277,10 @@ PUBLIC_MESSAGES: dict[str, tuple[str, bool]] = {
     ),
     "invalid_arguments": ("질문 또는 조회 건수가 올바르지 않습니다.", False),
     "endpoint_unavailable": ("MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다.", False),
+    "bearer_refused": (
+        "사용자 VPD 토큰은 KB VPD 서버에만 보낼 수 있습니다. 요청을 보내지 않았습니다.",
+        False,
+    ),
     "server_disabled": ("사용하지 않도록 설정된 MCP 서버입니다.", False),
     "server_not_registered": ("등록된 MCP 서버가 아닙니다.", False),
     "session_expired": ("MCP 세션이 만료되었습니다. 다시 시도하세요.", True),
@@ -404,19 +412,18 @@ def schema_bounds(definition: Mapping) -> tuple[int | None, int, int]:
 
 
 def canonical_tool_definition(definition: Mapping) -> dict:
-    """The pinned part of a tool definition (missing fields as null)."""
-    return {name: definition.get(name) for name in PINNED_FIELDS}
+    """The pinned form of a tool definition: all of it (name, title, description, schemas,
+    annotations, icons, _meta and whatever else a client may show or act on), as plain JSON."""
+    return json.loads(_canonical_json(definition))
 
 
 def tool_definition_hash(definition: Mapping) -> str:
-    """SHA-256 of the canonical JSON (sorted keys, no spaces, UTF-8) of the pinned fields."""
-    canonical = json.dumps(
-        canonical_tool_definition(definition),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """SHA-256 of the canonical JSON (sorted keys, no spaces, UTF-8) of the whole definition."""
+    return hashlib.sha256(_canonical_json(definition).encode()).hexdigest()
+
+
+def _canonical_json(definition: Mapping) -> str:
+    return json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def negotiated_version(result: Mapping) -> str:
@@ -474,13 +481,16 @@ def _settings_environ(name: str) -> dict[str, str]:
 def bearer_for(server: McpServerDeclaration, token: str | None) -> str | None:
     """The bearer to send to this server, or None for a server declared without authentication.
 
-    KB (per-request VPD bearer): the user's token, required. A service-token server: the token
-    from its `token_env` variable (a user's token is never sent there). No-auth: nothing.
+    The KB VPD server (per-request VPD bearer, URL from KB_MCP_BASE_URL only): the user's token,
+    required. A service-token server: the token from its own `token_env` variable. No-auth:
+    nothing. A user's token never goes anywhere but the KB server, whatever a row says.
     """
     if server.auth_delivery == "none":
         return None
     if server.auth_delivery == "service_token_env":
         token = os.environ.get(server.token_env, "") if server.token_env else ""
+    elif server.auth_delivery != "per_request_vpd_bearer" or not server.is_kb:
+        raise BearerNotForThisServer("a user's VPD bearer goes only to the KB VPD server")
     if token is None or not str(token).strip():
         raise MissingToken("no bearer token")
     try:
@@ -889,6 +899,7 @@ async def _sse_events(response: httpx.Response, budget: _ByteBudget, context: di
         event.data = "\n".join(data_lines)
         yield event
 
+
 def _answer_of(payload: object, rpc_id: int, context: dict) -> dict:
     """The result of a JSON-RPC response to request `rpc_id`; JsonRpcError for an error."""
     if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0":
@@ -968,6 +979,8 @@ def discover_kb_tools(
     tool: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    trust_first_use: bool = False,
+    actor=None,
 ) -> Discovery:
     """initialize → notifications/initialized → tools/list, then check the allowed tool.
 
@@ -977,8 +990,9 @@ def discover_kb_tools(
     `environ`: where KB_MCP_BASE_URL and the timeout variable are read (default: settings, then
     the process environment). `timeout`: may only lower the configured timeout.
 
-    Checks the tool is listed and its input schema takes prompt/limit, then pins its definition
-    (first discovery) or compares it with the pin (a change is held for an admin). Raises an
+    Checks the tool is listed and its input schema takes prompt/limit, then compares every listed
+    tool with its pin (`pinning.tool_pins_check`: `trust_first_use` says whether the asker may
+    pin a server seen for the first time; `actor` is who is asking, for the audit). Raises an
     McpClientError (see `to_public_mcp_error`); no request is sent when the token is missing,
     the tool is not allowlisted or the URL cannot be resolved.
     """
@@ -990,11 +1004,7 @@ def discover_kb_tools(
         session_issued = session.session_id is not None
         request_id = session.last_request_id
     definition = _checked_definition(tools, tool_name, request_id)
-    from registry import pinning
-
-    pin = pinning.tool_pin_check(
-        server=_registered(declaration), tool_name=tool_name, definition=definition
-    )
+    pin = _pin_check(declaration, tools, tool_name, trust_first_use, actor, request_id)
     return Discovery(
         server_id=declaration.id,
         endpoint=url,
@@ -1019,6 +1029,8 @@ def call_kb_select_ai(
     tool: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    trust_first_use: bool = False,
+    actor=None,
 ) -> CallResult:
     """The whole flow, then one tools/call with only `prompt` and the clamped `limit`.
 
@@ -1050,7 +1062,9 @@ def call_kb_select_ai(
         if max_length is not None:
             prompt = checked_prompt(prompt, max_length=max_length)
         limit = clamp_limit(limit, minimum=minimum, maximum=maximum)
-        pin = pinning.tool_pin_check(server=registered, tool_name=tool_name, definition=definition)
+        pin = _pin_check(
+            registered, tools, tool_name, trust_first_use, actor, session.last_request_id
+        )
         if pin.state == pinning.HELD:
             raise ToolDefinitionChanged("the tool's definition changed; an admin must approve it")
         result = session.call_tool(tool_name, tool_arguments(prompt, limit))
@@ -1098,6 +1112,22 @@ def _registered(declaration: McpServerDeclaration):
     if server is None or server.to_declaration() != declaration:
         return None
     return server
+
+
+def _pin_check(server, tools, tool_name, trust_first_use, actor, request_id):
+    """The pin state of `tool_name`, every listed tool checked against its pin."""
+    from registry import pinning
+
+    registered = server if not isinstance(server, McpServerDeclaration) else _registered(server)
+    try:
+        checks = pinning.tool_pins_check(
+            server=registered, definitions=tools, trust_first_use=trust_first_use, actor=actor
+        )
+    except pinning.TooManyTools:
+        raise MalformedResponse(
+            "the server lists too many tools", rpc_method="tools/list", request_id=request_id
+        ) from None
+    return checks[tool_name]
 
 
 def _checked_definition(tools: list[dict], tool_name: str, request_id: str) -> dict:
@@ -1164,12 +1194,14 @@ def audit_console_event(
     actor: str = "",
     result: CallResult | Discovery | None = None,
     error: BaseException | None = None,
+    refusal: str = "",
     prompt: str | None = None,
     latency_ms: float | None = None,
 ):
     """Record one console discovery or call ("console.discover" / "console.call") as an audit
     event: outcome, HTTP status, request id, server, tool, row count, the token's display
     prefix and keyed fingerprint (never the token), a keyed hash of the prompt (never its text).
+    `refusal` names why nothing was sent (an unknown server, a bad preset file, …).
     """
     from audit.services import audit_record, prompt_fingerprint
     from registry.tokens import display_prefix, token_fingerprint
@@ -1194,11 +1226,17 @@ def audit_console_event(
     if prompt is not None and isinstance(prompt, str):
         values["prompt_length"] = len(prompt)
         values["prompt_hash"] = prompt_fingerprint(prompt)
-    if error is not None:
+    if refusal:
+        values["outcome"] = _OUTCOMES.get(refusal, "error")
+        values["detail"] = refusal[:128]
+    elif error is not None:
         public = to_public_mcp_error(error)
         values["outcome"] = _OUTCOMES.get(public.code, "error")
         values["http_status"] = public.http_status
-        values["detail"] = public.code
+        # An unexpected failure names its exception class (never its message) for diagnosis.
+        values["detail"] = (
+            public.code if public.code != "error" else f"error:{type(error).__name__}"
+        )
         if isinstance(error, McpClientError):
             values["request_id"] = error.request_id[:64]
             values["rpc_method"] = error.rpc_method[:64]

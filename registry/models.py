@@ -44,7 +44,11 @@ class McpServer(models.Model):
         _("인증 전달"),
         max_length=32,
         choices=AuthDelivery.choices,
-        default=AuthDelivery.PER_REQUEST_VPD_BEARER,
+        default=AuthDelivery.NONE,
+        help_text=_(
+            "사용자의 VPD Bearer는 KB VPD 서버(KB_MCP_BASE_URL)에만 전달됩니다. 다른 서버는 "
+            "인증 없음 또는 자체 서비스 토큰(환경변수)만 받습니다."
+        ),
     )
     timeout_seconds_env = models.CharField(_("타임아웃 환경변수"), max_length=128, blank=True)
     timeout_seconds = models.PositiveIntegerField(_("타임아웃(초)"), null=True, blank=True)
@@ -131,6 +135,15 @@ class TokenDelegation(models.Model):
     )
     agent_name = models.CharField(_("위임 대상 에이전트/클라이언트"), max_length=128)
     tools = models.JSONField(_("허용 도구"), default=list)
+    audience = models.CharField(
+        _("대상 리소스 (audience)"),
+        max_length=512,
+        blank=True,
+        help_text=_(
+            "이 토큰이 쓰일 MCP 리소스(MCP_RESOURCE_URL). 다른 리소스에서는 거부됩니다. "
+            "비어 있으면 MCP_RESOURCE_URL 없이 발급된 것입니다."
+        ),
+    )
     expires_at = models.DateTimeField(_("만료 시각"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -205,6 +218,9 @@ class ConsoleTurn(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["user", "-created_at"])]
+        # Using the console sends a user's VPD bearer (a preset's or a typed one): a right of its
+        # own, not implied by being able to view the registry.
+        permissions = [("use_console", _("탐색 콘솔로 MCP 서버를 탐색하고 호출할 수 있음"))]
         verbose_name = _("탐색 콘솔 기록")
         verbose_name_plural = _("MCP 탐색 콘솔")
 
@@ -217,15 +233,16 @@ class ToolPin(models.Model):
 
     A later discovery that sees another definition keeps it as pending and calls to the tool are
     held until an admin approves it: a server cannot silently change what a tool says or takes.
+    A tool that was never approved (a new name on a pinned server) has only a pending definition.
     """
 
     server = models.ForeignKey(
         McpServer, on_delete=models.CASCADE, related_name="tool_pins", verbose_name=_("서버")
     )
     tool_name = models.CharField(_("도구 이름"), max_length=128)
-    definition_hash = models.CharField(_("정의 해시 (SHA-256)"), max_length=64)
-    definition = models.JSONField(_("고정된 정의"))
-    pinned_at = models.DateTimeField(_("고정 시각"))
+    definition_hash = models.CharField(_("정의 해시 (SHA-256)"), max_length=64, blank=True)
+    definition = models.JSONField(_("고정된 정의"), null=True, blank=True)
+    pinned_at = models.DateTimeField(_("고정 시각"), null=True, blank=True)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -254,3 +271,8 @@ class ToolPin(models.Model):
     @property
     def is_held(self) -> bool:
         return bool(self.pending_hash)
+
+    @property
+    def is_quarantined(self) -> bool:
+        """Never approved: a tool first seen on a server whose tools were already pinned."""
+        return not self.definition_hash

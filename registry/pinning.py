@@ -15,12 +15,19 @@ from registry.models import McpServer, ToolPin
 
 PINNED = "pinned"  # first seen now, pinned automatically (trust on first use)
 UNCHANGED = "unchanged"
-HELD = "held"  # differs from the pin: calls wait for an admin
+HELD = "held"  # differs from the pin, or never approved: calls wait for an admin
 UNREGISTERED = "unregistered"  # not a registered server: nothing stored, nothing to compare
+
+# A server listing more tools than this is refused rather than given that many rows to fill.
+MAX_TOOLS_PER_SERVER = 100
 
 
 class PinError(ValueError):
     """An approval could not be applied; the message is safe to show."""
+
+
+class TooManyTools(PinError):
+    """The server lists more tools than MAX_TOOLS_PER_SERVER."""
 
 
 @dataclass(frozen=True)
@@ -29,55 +36,102 @@ class PinCheck:
     pin: ToolPin | None = None
 
 
-def tool_pin_check(*, server: McpServer | None, tool_name: str, definition: dict) -> PinCheck:
-    """Compare a discovered definition with the tool's pin; pin it if it has none.
+def tool_pins_check(
+    *, server: McpServer | None, definitions: list[dict], trust_first_use: bool, actor=None
+) -> dict[str, PinCheck]:
+    """Compare every tool a server lists with its pin, by name.
 
-    A definition other than the pinned one is kept as pending (the newest one seen) and the
-    state is HELD until an admin approves it. The pin and its audit event commit together.
+    - A server with no pins yet: its tools are pinned as they are (trust on first use), but only
+      when `trust_first_use` says the asker may make that decision (an admin holding
+      `registry.approve_toolpin`, or an operator at the server's own terminal). Otherwise they
+      are quarantined like any new tool.
+    - A tool name never seen on a server that has pins is quarantined (pending, never approved),
+      so renaming a tool does not dodge its pin.
+    - A definition other than the pinned one is kept as pending (the newest one seen).
+    Held and quarantined tools cannot be called until an admin approves them. Pins and their
+    audit events commit together.
     """
     if server is None:
-        return PinCheck(UNREGISTERED)
+        return {d.get("name"): PinCheck(UNREGISTERED) for d in definitions}
+    if len(definitions) > MAX_TOOLS_PER_SERVER:
+        raise TooManyTools(_("MCP 서버가 도구를 너무 많이 제공합니다."))
+    checks: dict[str, PinCheck] = {}
+    with transaction.atomic():
+        # One pin decision per server at a time: lock the server row, then read its pins.
+        McpServer.objects.select_for_update().filter(pk=server.pk).first()
+        pins = {p.tool_name: p for p in ToolPin.objects.filter(server=server)}
+        first_use = not pins and trust_first_use
+        for definition in definitions:
+            name = definition.get("name")
+            if not isinstance(name, str) or name in checks:
+                continue
+            checks[name] = _check_one(server, name, definition, pins.get(name), first_use, actor)
+    return checks
+
+
+def tool_pin_check(
+    *, server: McpServer | None, tool_name: str, definition: dict, trust_first_use: bool, actor=None
+) -> PinCheck:
+    """`tool_pins_check` for a server that lists this one tool."""
+    return tool_pins_check(
+        server=server, definitions=[definition], trust_first_use=trust_first_use, actor=actor
+    )[tool_name]
+
+
+def _check_one(server, name, definition, pin, first_use: bool, actor) -> PinCheck:
     canonical = canonical_tool_definition(definition)
     digest = tool_definition_hash(definition)
-    target = f"{server.server_id}:{tool_name}"
-    with transaction.atomic():
-        pin = ToolPin.objects.select_for_update().filter(server=server, tool_name=tool_name).first()
-        if pin is None:
-            pin, created = ToolPin.objects.get_or_create(
-                server=server,
-                tool_name=tool_name,
-                defaults={
-                    "definition_hash": digest,
-                    "definition": canonical,
-                    "pinned_at": timezone.now(),
-                },
-            )
-            if created:
-                audit_change(
-                    action="registry.tool_pinned",
-                    actor=None,
-                    target=target,
-                    before=None,
-                    after={"definition_hash": digest},
-                )
-                return PinCheck(PINNED, pin)
-            pin = ToolPin.objects.select_for_update().get(pk=pin.pk)
-        if pin.definition_hash == digest:
-            return PinCheck(UNCHANGED, pin)
-        if pin.pending_hash != digest:
-            before = {"definition_hash": pin.definition_hash, "pending_hash": pin.pending_hash}
-            pin.pending_hash = digest
-            pin.pending_definition = canonical
-            pin.changed_at = timezone.now()
-            pin.save(update_fields=["pending_hash", "pending_definition", "changed_at"])
-            audit_change(
-                action="registry.tool_changed",
-                actor=None,
-                target=target,
-                before=before,
-                after={"definition_hash": pin.definition_hash, "pending_hash": digest},
-            )
+    target = f"{server.server_id}:{name}"
+    if pin is None and first_use:
+        pin = ToolPin.objects.create(
+            server=server,
+            tool_name=name,
+            definition_hash=digest,
+            definition=canonical,
+            pinned_at=timezone.now(),
+        )
+        audit_change(
+            action="registry.tool_pinned",
+            actor=actor,
+            target=target,
+            before=None,
+            after={"definition_hash": digest},
+        )
+        return PinCheck(PINNED, pin)
+    if pin is None:
+        pin = ToolPin.objects.create(
+            server=server,
+            tool_name=name,
+            definition_hash="",
+            definition=None,
+            pending_hash=digest,
+            pending_definition=canonical,
+            changed_at=timezone.now(),
+        )
+        audit_change(
+            action="registry.tool_quarantined",
+            actor=actor,
+            target=target,
+            before=None,
+            after={"pending_hash": digest},
+        )
         return PinCheck(HELD, pin)
+    if pin.definition_hash == digest:
+        return PinCheck(UNCHANGED, pin)
+    if pin.pending_hash != digest:
+        before = {"definition_hash": pin.definition_hash, "pending_hash": pin.pending_hash}
+        pin.pending_hash = digest
+        pin.pending_definition = canonical
+        pin.changed_at = timezone.now()
+        pin.save(update_fields=["pending_hash", "pending_definition", "changed_at"])
+        audit_change(
+            action="registry.tool_changed",
+            actor=actor,
+            target=target,
+            before=before,
+            after={"definition_hash": pin.definition_hash, "pending_hash": digest},
+        )
+    return PinCheck(HELD, pin)
 
 
 def tool_pin_approve(*, pin: ToolPin, expected_hash: str, actor) -> ToolPin:

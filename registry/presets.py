@@ -7,26 +7,27 @@ from pathlib import Path
 
 
 class PresetFileError(ValueError):
-    """The preset file is missing, unsafe or malformed. The message names the file, not tokens."""
+    """The preset file is missing, unsafe or malformed. The message (Korean) names the file,
+    never a token."""
 
 
 def read_token_presets(path: Path) -> dict[str, str]:
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise PresetFileError(f"{path} does not exist") from None
+        raise PresetFileError(f"{path} 파일이 없습니다") from None
     if stat.S_IMODE(info.st_mode) & 0o077:
-        raise PresetFileError(f"{path} must be readable by its owner only (chmod 600)")
+        raise PresetFileError(f"{path} 파일은 소유자만 읽을 수 있어야 합니다 (chmod 600)")
     if info.st_uid != os.getuid():
-        raise PresetFileError(f"{path} must belong to the user running hyperbook")
+        raise PresetFileError(f"{path} 파일의 소유자가 hyperbook을 실행하는 사용자가 아닙니다")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise PresetFileError(f"{path} is not a JSON object of stakeholder id to token") from None
+        raise PresetFileError(f"{path} 파일이 '관계자 ID → 토큰' JSON 객체가 아닙니다") from None
     if not isinstance(data, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in data.items()
     ):
-        raise PresetFileError(f"{path} is not a JSON object of stakeholder id to token")
+        raise PresetFileError(f"{path} 파일이 '관계자 ID → 토큰' JSON 객체가 아닙니다")
     return data
 
 

@@ -205,6 +205,7 @@ def _delegation_create(*, token: str, source: str, created_by, **terms) -> Token
             fingerprint=token_fingerprint(token),
             display_prefix=display_prefix(token),
             source=source,
+            audience=settings.MCP_RESOURCE_URL or "",
             created_by=created_by,
             **terms,
         )
@@ -246,6 +247,7 @@ def _delegation_snapshot(delegation: TokenDelegation) -> dict:
         "stakeholder_id": delegation.stakeholder_id,
         "agent_name": delegation.agent_name,
         "tools": delegation.tools,
+        "audience": delegation.audience,
         "expires_at": delegation.expires_at.isoformat(),
         "display_prefix": delegation.display_prefix,
         "fingerprint": delegation.fingerprint,

@@ -125,8 +125,10 @@ def test_a_stakeholder_without_a_preset_is_refused_before_anything_is_sent(kb_mc
     before = AuditEvent.objects.filter(action__startswith="mcp.").count()
     result = kb_ask("--as", "KB-P-404", QUESTION, presets=presets, base_url=server.url)
     assert result.returncode != 0
-    assert "no token for KB-P-404" in result.stderr
+    assert "이 관계자의 토큰 프리셋이 없습니다." in result.stderr
     assert AuditEvent.objects.filter(action__startswith="mcp.").count() == before
+    refusal = AuditEvent.objects.filter(action="console.call").order_by("-sequence").first()
+    assert (refusal.detail, refusal.outcome) == ("unknown_stakeholder", "error")
 
 
 def test_without_kb_mcp_base_url_it_says_the_server_address_is_not_set(kb_mcp, presets):

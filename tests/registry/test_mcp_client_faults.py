@@ -23,11 +23,13 @@ STEPS = ["initialize", "notifications/initialized", "tools/list", "tools/call"]
 
 def ask(fault_kb, token=TOKEN, prompt=PROMPT, limit=5, **kwargs):
     registered, environ = fault_kb
+    kwargs.setdefault("trust_first_use", True)
     return client.call_kb_select_ai(registered, token, prompt, limit, environ=environ, **kwargs)
 
 
 def discover(fault_kb, token=TOKEN, **kwargs):
     registered, environ = fault_kb
+    kwargs.setdefault("trust_first_use", True)
     return client.discover_kb_tools(registered, token, environ=environ, **kwargs)
 
 

@@ -109,7 +109,7 @@ def rag(sdk_server, register):
 
 
 def test_the_vector_declaration_discovers_its_tool_on_an_sdk_server(vector, sdk_server):
-    discovery = client.discover_kb_tools(vector, None)
+    discovery = client.discover_kb_tools(vector, None, trust_first_use=True)
     assert set(discovery.tool_names) == {"kb.vector.search", "rag.search"}
     assert discovery.tool == "kb.vector.search"
     assert discovery.protocol_version == "2025-11-25"
@@ -119,7 +119,9 @@ def test_the_vector_declaration_discovers_its_tool_on_an_sdk_server(vector, sdk_
 
 def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector, sdk_server):
     before = len(sdk_server.seen)
-    result = client.call_kb_select_ai(vector, "hbvpd_users-own-token-0123456789", "보험 약관", 4)
+    result = client.call_kb_select_ai(
+        vector, "hbvpd_users-own-token-0123456789", "보험 약관", 4, trust_first_use=True
+    )
     assert result.is_error is False
     assert result.answer["row_count"] == 4
     assert result.answer["hits"][0]["query"] == "보험 약관"
@@ -128,7 +130,9 @@ def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector
 
 def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, sdk_server):
     before = len(sdk_server.seen)
-    result = client.call_kb_select_ai(rag, "hbvpd_users-own-token-0123456789", "청구 절차", 2)
+    result = client.call_kb_select_ai(
+        rag, "hbvpd_users-own-token-0123456789", "청구 절차", 2, trust_first_use=True
+    )
     assert result.is_error is False
     assert result.text == "2 passages about 청구 절차"
     assert result.answer == {"result": "2 passages about 청구 절차"}
@@ -138,5 +142,7 @@ def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, s
 def test_a_tool_the_declaration_does_not_allow_is_blocked_before_any_request(rag, sdk_server):
     before = len(sdk_server.seen)
     with pytest.raises(client.ToolNotAllowed):
-        client.call_kb_select_ai(rag, None, "질문", 2, tool="kb.vector.search")
+        client.call_kb_select_ai(
+            rag, None, "질문", 2, tool="kb.vector.search", trust_first_use=True
+        )
     assert len(sdk_server.seen) == before

@@ -1,24 +1,15 @@
 """Ask the registered KB MCP server a question as one stakeholder, from a terminal."""
 
 import getpass
-import time
 import unicodedata
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.models import Stakeholder
-from registry.mcp_client import (
-    LIMIT_MAX,
-    LIMIT_MIN,
-    McpClientError,
-    audit_console_event,
-    call_kb_select_ai,
-    discover_kb_tools,
-    to_public_mcp_error,
-)
-from registry.presets import PresetFileError, read_token_presets
+from registry.console import ConsoleError, console_token, exchange_audit, mcp_exchange
+from registry.mcp_client import LIMIT_MAX, LIMIT_MIN, to_public_mcp_error
+from registry.models import ConsoleTurn
 from registry.selectors import server_get_enabled
 
 MAX_CELL_WIDTH = 40
@@ -47,58 +38,74 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, question, stakeholder, limit, server, presets, discover, **options):
+        kind = ConsoleTurn.Kind.DISCOVER if discover else ConsoleTurn.Kind.CALL
         if not discover and not question.strip():
             raise CommandError("질문을 입력하세요.")
+        prompt = None if discover else question
+        audit = {"actor": f"console:{_os_user()}", "prompt": prompt}
         registered = server_get_enabled(server_id=server)
         if registered is None:
-            raise CommandError(f"no enabled MCP server {server!r} is registered")
-        path = Path(presets) if presets else Path(settings.VPD_TOKEN_PRESETS_FILE)
+            self._refuse(
+                ConsoleError(
+                    f"등록되어 사용 중인 MCP 서버 {server!r}가 없습니다.",
+                    code="server_not_registered",
+                ),
+                kind=kind,
+                server_id=server[:128],
+                **audit,
+            )
         try:
-            token = read_token_presets(path).get(stakeholder)
-        except PresetFileError as exc:
-            raise CommandError(str(exc)) from None
-        if not token:
-            # Nothing is sent without a token.
-            raise CommandError(f"{path} has no token for {stakeholder}")
+            token = console_token(
+                stakeholder_id=stakeholder, presets_file=Path(presets) if presets else None
+            )
+        except ConsoleError as exc:
+            self._refuse(exc, kind=kind, server_id=registered.server_id, **audit)
         person = Stakeholder.objects.filter(stakeholder_id=stakeholder).first()
-        audit = {
-            "server_id": registered.server_id,
-            "tool": registered.default_tool,
-            "token": token,
-            "stakeholder_id": stakeholder,
-            "stakeholder_role": person.role if person else "",
-            "actor": f"console:{_os_user()}",
-        }
-        started = time.perf_counter()
-        try:
-            if discover:
-                outcome = discover_kb_tools(registered, token)
-            else:
-                outcome = call_kb_select_ai(registered, token, question, limit)
-        except McpClientError as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            action = "console.discover" if discover else "console.call"
-            prompt = None if discover else question
-            audit_console_event(
-                action=action, error=exc, prompt=prompt, latency_ms=elapsed, **audit
-            )
-            public = to_public_mcp_error(exc)
-            status = f" (HTTP {public.http_status})" if public.http_status else ""
-            request = f" [request id {exc.request_id}]" if exc.request_id else ""
-            raise CommandError(f"{public.message}{status}{request}") from None
-        elapsed = (time.perf_counter() - started) * 1000
-        if discover:
-            audit_console_event(
-                action="console.discover", result=outcome, latency_ms=elapsed, **audit
-            )
-            self._print_discovery(outcome)
-            return
-        audit_console_event(
-            action="console.call", result=outcome, prompt=question, latency_ms=elapsed, **audit
+        # An operator at this server's own terminal may pin a server seen for the first time.
+        exchange = mcp_exchange(
+            kind=kind,
+            server=registered,
+            token=token,
+            prompt=question,
+            limit=limit,
+            trust_first_use=True,
+            actor=None,
         )
+        exchange_audit(
+            exchange=exchange,
+            server_id=registered.server_id,
+            tool=registered.default_tool,
+            token=token,
+            stakeholder_role=person.role if person else "",
+            **audit,
+        )
+        if exchange.error is not None:
+            public = to_public_mcp_error(exchange.error)
+            status = f" (HTTP {public.http_status})" if public.http_status else ""
+            request_id = getattr(exchange.error, "request_id", "")
+            request = f" [request id {request_id}]" if request_id else ""
+            raise CommandError(f"{public.message}{status}{request}")
+        if discover:
+            self._print_discovery(exchange.result)
+            return
+        outcome = exchange.result
         if outcome.is_error:
             raise CommandError(f"도구 오류: {outcome.text[:500]} [request id {outcome.request_id}]")
         self._print_answer(outcome)
+
+    def _refuse(self, refusal: ConsoleError, *, kind, server_id, actor, prompt):
+        """Nothing was sent: say why in Korean, and keep it on the record."""
+        exchange_audit(
+            exchange=None,
+            kind=kind,
+            server_id=server_id,
+            tool="",
+            token=None,
+            actor=actor,
+            prompt=prompt,
+            refusal=refusal,
+        )
+        raise CommandError(str(refusal))
 
     def _print_discovery(self, discovery):
         self.stdout.write(f"서버: {discovery.server_id} ({discovery.endpoint})")
