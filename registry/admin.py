@@ -3,9 +3,58 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from registry.declarations import DeclarationError, validate_mcp_server
+from registry.declarations import (
+    KB_PROVIDER,
+    PER_REQUEST_VPD_BEARER,
+    DeclarationError,
+    validate_mcp_server,
+)
 from registry.models import AllowedTool, McpServer
-from registry.services import server_save
+from registry.services import server_delete, server_save
+
+# What the form offers: a user's VPD bearer is never among them. The KB VPD server always gets
+# it (and nothing else does), so for that provider the choice is made, not offered.
+OFFERED_AUTH_DELIVERIES = [
+    (McpServer.AuthDelivery.NONE, McpServer.AuthDelivery.NONE.label),
+    (McpServer.AuthDelivery.SERVICE_TOKEN_ENV, McpServer.AuthDelivery.SERVICE_TOKEN_ENV.label),
+]
+
+
+class McpServerForm(forms.ModelForm):
+    auth_delivery = forms.ChoiceField(
+        label=_("인증 전달"),
+        choices=OFFERED_AUTH_DELIVERIES,
+        initial=McpServer.AuthDelivery.NONE,
+        help_text=_(
+            "KB VPD 서버는 항상 요청마다 사용자 VPD Bearer를 받습니다. 다른 서버는 인증 없음 "
+            "또는 토큰 환경변수(…_MCP_TOKEN)의 자체 서비스 토큰만 받습니다."
+        ),
+    )
+
+    class Meta:
+        model = McpServer
+        fields = (
+            "server_id",
+            "enabled",
+            "provider",
+            "transport",
+            "description",
+            "base_url_env",
+            "endpoint_path",
+            "auth_delivery",
+            "endpoint_url",
+            "token_env",
+            "default_tool",
+            "router_mode",
+            "timeout_seconds_env",
+            "timeout_seconds",
+        )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("provider") == KB_PROVIDER:
+            data["auth_delivery"] = PER_REQUEST_VPD_BEARER
+        return data
 
 
 def _declaration_mapping(server: McpServer, tools: list[str]) -> dict:
@@ -60,6 +109,7 @@ class AllowedToolInline(admin.TabularInline):
 
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
+    form = McpServerForm
     list_display = ("server_id", "provider", "enabled", "router_mode", "default_tool", "updated_at")
     list_filter = ("provider", "enabled", "router_mode")
     search_fields = ("server_id", "description")
@@ -74,7 +124,16 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # The id names the server in configuration files and audit events; it never changes.
-        return ("server_id",) if obj else ()
+        if obj is None:
+            return ()
+        return ("server_id", "auth_delivery") if obj.provider == KB_PROVIDER else ("server_id",)
+
+    def delete_model(self, request, obj):
+        server_delete(server=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for server in queryset:
+            server_delete(server=server, actor=request.user)
 
     def save_model(self, request, obj, form, change):
         # Saved in save_related, through the service, once the allowlist has been validated with it.

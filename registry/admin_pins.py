@@ -58,11 +58,13 @@ class ToolPinAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("상태"))
     def state_label(self, obj):
+        if obj.is_quarantined:
+            return _("새 도구: 승인 전까지 격리 (호출 보류)")
         return _("승인 대기 (호출 보류)") if obj.is_held else _("고정됨")
 
     @admin.display(description=_("정의 해시"))
     def short_hash(self, obj):
-        return obj.definition_hash[:12]
+        return obj.definition_hash[:12] or "—"
 
     def has_add_permission(self, request):
         return False  # pins come from discovery only

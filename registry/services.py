@@ -93,6 +93,21 @@ def server_save(*, declaration: McpServerDeclaration, actor=None) -> tuple[McpSe
     return server, outcome
 
 
+def server_delete(*, server: McpServer, actor=None) -> None:
+    """Remove a server with its allowlist and pins; the audit event keeps its last declaration."""
+    with transaction.atomic():
+        before = server.to_declaration().as_mapping()
+        server_id = server.server_id
+        server.delete()
+        audit_change(
+            action="registry.server_deleted",
+            actor=actor,
+            target=server_id,
+            before=before,
+            after=None,
+        )
+
+
 def servers_import(*, rows: Iterable[object], actor=None) -> ImportReport:
     """Validate every row first; write all of them in one transaction, or none if any is invalid."""
     report = ImportReport()

@@ -25,6 +25,9 @@ class Command(BaseCommand):
         if not 1 <= days <= 365:
             raise CommandError("--days must be from 1 to 365")
         _, token = api_token_issue(
-            user=account, label=label, expires_at=timezone.now() + timedelta(days=days)
+            user=account,
+            label=label,
+            expires_at=timezone.now() + timedelta(days=days),
+            actor=None,  # an operator at this server's terminal: recorded as "system"
         )
         self.stdout.write(token)
