@@ -129,10 +129,13 @@ def token_strength_bits(token: str) -> float:
 
 def token_is_trivial(token: str) -> bool:
     """Repetitive on its face: fewer than 8 different characters, one character making up more
-    than half of it, or a shorter piece repeated (abcabcabc…)."""
+    than half of it, or a piece at most half its length repeated (abcabcab…)."""
     body = token.rstrip("=")
     if len(set(body)) < 8:
         return True
     if max(body.count(ch) for ch in set(body)) * 2 > len(body):
         return True
-    return body in (body + body)[1:-1]
+    return any(
+        body == (body[:period] * (len(body) // period + 1))[: len(body)]
+        for period in range(1, len(body) // 2 + 1)
+    )

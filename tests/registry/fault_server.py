@@ -11,13 +11,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOOL = "ords.query.kb_select_ai_vpd"
 MAX_DELAY = 10.0
+MAX_STREAM_SECONDS = 30.0
 
 
 def kb_tool(description: str = "Answers questions about the KB.") -> dict:
@@ -81,6 +82,11 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     delay: float = 0.0  # seconds before answering (a slow server)
+    # A hostile answer written as it goes: these chunks (status line and headers included when
+    # `raw`), `pause` seconds apart, for at most MAX_STREAM_SECONDS, until the client hangs up.
+    chunks: Callable[[], Iterator[bytes]] | None = None
+    pause: float = 0.0
+    raw: bool = False
 
     @classmethod
     def json(cls, payload, status: int = 200, headers: dict | None = None, **kwargs) -> "Reply":
@@ -255,6 +261,8 @@ def _handler_class(app):
             reply = app.answer(recorded)
             if reply.delay:
                 time.sleep(min(reply.delay, MAX_DELAY))
+            if reply.chunks is not None:
+                return self._stream(reply)
             try:
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
@@ -265,6 +273,26 @@ def _handler_class(app):
                     self.wfile.write(reply.body)
             except ConnectionError:
                 pass  # the client gave up (a timeout test)
+
+        def _stream(self, reply: Reply):
+            self.close_connection = True
+            deadline = time.monotonic() + MAX_STREAM_SECONDS
+            try:
+                if not reply.raw:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                for chunk in reply.chunks():
+                    if time.monotonic() > deadline:
+                        return
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    if reply.pause:
+                        time.sleep(reply.pause)
+            except (ConnectionError, OSError):
+                pass  # the client gave up: what a bounded client must do
 
         do_GET = do_POST = do_DELETE = do_PUT = _handle
 

@@ -204,3 +204,97 @@ def test_a_preset_file_readable_by_others_is_refused(tmp_path):
     path.chmod(0o644)
     with pytest.raises(PresetFileError, match="chmod 600"):
         read_token_presets(path)
+
+
+# --- external tokens must be strong --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "aaaaaaaaaaaaaaaa",  # the reported one: 16 × the same letter
+        "0123456789abcdef",  # 64 bits of hexadecimal
+        "0123456789abcdef0123456789abcdef",  # enough length, but a piece repeated
+        "abcdefghabcdefghabcdefghabcdefghabcd",  # ditto, in letters
+        "Zz1" + "a" * 40,  # one character is most of it
+        "1234567890123456789012345678901234567",  # 37 digits: 123 bits
+        "abc1abc2abc3ab",  # short
+    ],
+)
+def test_a_weak_external_token_is_refused(planner, weak):
+    with pytest.raises(DelegationError) as caught:
+        delegation_register(raw_token=weak, stakeholder=planner, agent_name="x", expires_at=later())
+    assert weak not in str(caught.value)
+    assert not TokenDelegation.objects.exists()
+
+
+@pytest.mark.parametrize("size", [16, 24])
+def test_random_tokens_of_128_bits_are_accepted(planner, size):
+    import secrets
+
+    for strong in (secrets.token_hex(size), secrets.token_urlsafe(size)):
+        delegation_register(
+            raw_token=strong, stakeholder=planner, agent_name="x", expires_at=later()
+        )
+    assert TokenDelegation.objects.count() == 2
+
+
+def test_the_strength_rule_counts_length_and_alphabet():
+    from registry.tokens import token_strength_bits
+
+    assert token_strength_bits("0" * 39) == pytest.approx(39 * 3.3219, rel=1e-3)
+    assert token_strength_bits("a1" * 16) == 128  # hexadecimal: 4 bits a character
+    assert token_strength_bits("z1" * 13) == pytest.approx(26 * 5.1699, rel=1e-3)
+    assert token_strength_bits("Ab-" * 8) == 24 * 6
+
+
+# --- audience ------------------------------------------------------------------------------------
+
+
+def test_a_delegation_records_the_resource_it_is_for(planner, settings):
+    settings.MCP_RESOURCE_URL = "https://kb.example/mcp"
+    delegation, _ = delegation_issue(stakeholder=planner, agent_name="x", expires_at=later())
+    assert delegation.audience == "https://kb.example/mcp"
+
+
+def test_a_token_issued_for_another_resource_is_refused_here(planner, settings):
+    from mcpserver.principals import authenticate_token
+
+    settings.MCP_RESOURCE_URL = "https://staging.example/mcp"
+    _, staging_token = delegation_issue(stakeholder=planner, agent_name="x", expires_at=later())
+    settings.MCP_RESOURCE_URL = ""
+    _, unbound_token = delegation_issue(stakeholder=planner, agent_name="y", expires_at=later())
+    settings.MCP_RESOURCE_URL = "https://kb.example/mcp"
+    refused = authenticate_token(staging_token)
+    assert (refused.principal, refused.failure) == (None, "wrong_audience")
+    assert authenticate_token(unbound_token).principal is not None
+    settings.MCP_RESOURCE_URL = "https://staging.example/mcp"
+    assert authenticate_token(staging_token).principal is not None
+
+
+# --- secrets a server echoes ---------------------------------------------------------------------
+
+
+def test_echoed_secrets_are_redacted_at_any_depth_in_keys_and_values():
+    from registry.tokens import redact_secrets
+
+    known = "plainKnownToken0123456789"
+    value = {
+        "a": [{"b": f"Authorization: Bearer {known}"}],
+        f"key {known}": "hbvpd_SomeOtherIssuedToken_abc",
+        "c": "bearer abc.def-ghi",
+        "n": 3,
+    }
+    redacted = redact_secrets(value, known=(known,))
+    assert known not in repr(redacted) and "hbvpd_Some" not in repr(redacted)
+    assert redacted["n"] == 3 and redacted["c"] == "[redacted]"
+
+
+def test_a_value_nested_too_deeply_is_refused_not_walked():
+    from registry.tokens import TooDeeplyNested, redact_secrets
+
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(TooDeeplyNested):
+        redact_secrets(deep)
