@@ -31,6 +31,7 @@ QUICK_ARGS = {
     "mcp_bench.py": ["--duration", "5"],
     "kb_plans.py": ["--seconds", "1"],
     "selectai_bench.py": ["--seconds", "1"],
+    "broker_bench.py": ["--quick"],
 }
 # Always: the /mcp figures include what the audit event costs (ours with and without it).
 ALWAYS_ARGS = {"mcp_bench.py": ["--with-no-audit"]}

@@ -104,14 +104,17 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-# Celery: Redis when configured; otherwise a broker on the local filesystem that needs no server.
+# Celery: Redis when configured; otherwise a crash-safe broker on the local filesystem that needs
+# no server (core/broker.py; docs/decisions/0002-embedded-broker.md).
 REDIS_URL = env_str("REDIS_URL")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT = "core.broker:Transport" if CELERY_BROKER_URL == "filesystem://" else None
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        "dead_letter_folder": str(VAR_DIR / "broker-dead"),
         "control_folder": str(VAR_DIR / "broker-control"),  # else ./control in the working dir
         "store_processed": False,
     }

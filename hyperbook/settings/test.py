@@ -25,6 +25,8 @@ STORAGES = {
 }
 # In-process broker unless a test starts real workers (it then sets CELERY_BROKER_URL).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "memory://"
-CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL != "filesystem://":
+    CELERY_BROKER_TRANSPORT = None
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 # Serve the admin's static files straight from the apps (no collectstatic in tests).
 WHITENOISE_USE_FINDERS = True
