@@ -48,4 +48,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) var/broker var/broker-processed var/broker-control
+	rm -rf $(VENV) var/broker var/broker-processed var/broker-dead var/broker-control

@@ -15,13 +15,24 @@ from datetime import timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from audit import memory_api
-from audit.models import AuditEvent, ChainHead, Delivery, DeliveryAlarm, DeliveryCursor
+from audit.models import (
+    AuditEvent,
+    ChainHead,
+    Delivery,
+    DeliveryAlarm,
+    DeliveryCursor,
+    SinkStatus,
+)
 
 logger = logging.getLogger("hyperbook.audit")
+
+SINK = "egs2"  # the one sink today: the egs2 Memory API
+# However long a sink asks us to wait (Retry-After), we look again after this long at the latest.
+MAX_RETRY_AFTER_SECONDS = 3600
 
 
 @dataclass
@@ -86,7 +97,11 @@ def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
 
 
 def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
+    """Post due events until none are left, the sink asks to wait past the time budget, or the
+    budget is spent. A failed batch makes the sink back off; a short backoff is waited out here,
+    so a flaky sink is retried within the same run."""
     report = DeliveryReport()
+    sink_heartbeat()
     deliveries_queue_new()  # even when delivery is off: the backlog is visible as pending rows
     base_url, token = settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN
     if not base_url:
@@ -104,14 +119,20 @@ def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
         return report
     deadline = time.monotonic() + time_budget_seconds
     with httpx.Client(
-        timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS, follow_redirects=False
+        timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
     ) as client:
         while time.monotonic() < deadline:
+            wait = sink_wait_seconds()
+            if wait > 0:
+                if time.monotonic() + wait >= deadline:
+                    report.skipped = "the Memory API is backing off"
+                    break
+                time.sleep(wait)
             events = deliveries_claim(limit=settings.EGS2_MEMORY_API_BATCH_SIZE)
             if not events:
                 break
-            if not _send(events, client=client, base_url=base_url, token=token, report=report):
-                break  # the receiver is unwell: stop for now; the sweep comes back later
+            if _send(events, client=client, base_url=base_url, token=token, report=report):
+                sink_answered()
     return report
 
 
@@ -151,31 +172,63 @@ def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
         _raise_alarm("credential", result.alarm)
         report.alarms.append(result.alarm)
     if result.retry:
-        _schedule_retry(result.retry, result.retry_after, result.alarm or result.error, now)
-        report.retried += len(result.retry)
-        logger.warning(
-            "audit delivery: %s event(s) to retry (%s)",
-            len(result.retry),
-            result.alarm or result.error,
+        error = (result.alarm or result.error)[:300]
+        # The events are due again at once: when they go is the sink's backoff's to say.
+        Delivery.objects.filter(event_id__in=result.retry).update(
+            attempts=F("attempts") + 1,
+            next_attempt_at=now,
+            last_error=error,
+            claim_id=None,
+            claimed_until=None,
         )
+        sink_failed(error=error, retry_after=result.retry_after, now=now)
+        report.retried += len(result.retry)
+        logger.warning("audit delivery: %s event(s) to retry (%s)", len(result.retry), error)
         return False
     return True
 
 
-def _schedule_retry(event_ids, retry_after, error: str, now) -> None:
-    for delivery in Delivery.objects.filter(event_id__in=event_ids):
-        attempts = delivery.attempts + 1
-        backoff = min(settings.AUDIT_DELIVERY_MAX_BACKOFF_SECONDS, 2 ** min(attempts, 10))
-        delay = backoff * random.uniform(0.5, 1.5)  # jitter: workers do not retry in lockstep
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        Delivery.objects.filter(pk=delivery.pk).update(
-            attempts=attempts,
-            next_attempt_at=now + timedelta(seconds=delay),
-            last_error=error[:300],
-            claim_id=None,
-            claimed_until=None,
-        )
+def sink_backoff_seconds(failures: int) -> float:
+    """How long the sink rests after `failures` failures in a row: exponential from 1 s, with
+    jitter below it (workers do not retry in lockstep), never above the configured maximum."""
+    ceiling = min(settings.AUDIT_DELIVERY_MAX_BACKOFF_SECONDS, 2 ** min(max(failures - 1, 0), 20))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _sink_row() -> SinkStatus:
+    status, _ = SinkStatus.objects.get_or_create(name=SINK)
+    return status
+
+
+def sink_heartbeat(now=None) -> None:
+    """A delivery worker is alive (the periodic sweep runs this every few seconds)."""
+    now = now or timezone.now()
+    if not SinkStatus.objects.filter(name=SINK).update(worker_seen_at=now):
+        SinkStatus.objects.get_or_create(name=SINK, defaults={"worker_seen_at": now})
+
+
+def sink_wait_seconds(now=None) -> float:
+    now = now or timezone.now()
+    retry_at = SinkStatus.objects.filter(name=SINK).values_list("retry_at", flat=True).first()
+    return max((retry_at - now).total_seconds(), 0.0) if retry_at else 0.0
+
+
+def sink_failed(*, error: str, retry_after: float | None, now) -> None:
+    _sink_row()
+    SinkStatus.objects.filter(name=SINK).update(failures=F("failures") + 1)
+    failures = SinkStatus.objects.filter(name=SINK).values_list("failures", flat=True).get()
+    delay = sink_backoff_seconds(failures)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, MAX_RETRY_AFTER_SECONDS))
+    SinkStatus.objects.filter(name=SINK).update(
+        retry_at=now + timedelta(seconds=delay), last_error=error, last_error_at=now
+    )
+
+
+def sink_answered(now=None) -> None:
+    """The sink took a batch: no more backoff, the backlog drains at full speed."""
+    now = now or timezone.now()
+    SinkStatus.objects.filter(name=SINK).update(failures=0, retry_at=None, last_success_at=now)
 
 
 def _raise_alarm(kind: str, message: str) -> None:

@@ -155,6 +155,29 @@ class Delivery(models.Model):
         return f"#{self.sequence} {self.state}"
 
 
+class SinkStatus(models.Model):
+    """How the Memory API is doing, as the delivery workers last saw it: one row per sink.
+
+    Backoff belongs to the sink's health, not to each event's attempts: while the sink fails,
+    nobody posts until `retry_at`; the first answer it gives again makes the whole backlog due.
+    The worker's heartbeat and the last error are here too, for /healthz."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    worker_seen_at = models.DateTimeField(_("작업자 마지막 확인"), null=True, blank=True)
+    last_success_at = models.DateTimeField(_("마지막 전달 성공"), null=True, blank=True)
+    last_error = models.CharField(_("마지막 오류"), max_length=300, blank=True)
+    last_error_at = models.DateTimeField(_("마지막 오류 시각"), null=True, blank=True)
+    failures = models.PositiveIntegerField(_("연속 실패"), default=0)
+    retry_at = models.DateTimeField(_("다음 시도"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("전달 대상 상태")
+        verbose_name_plural = _("전달 대상 상태")
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.failures} failure(s)"
+
+
 class DeliveryAlarm(models.Model):
     """Operator-visible problems with the Memory API (e.g. a rejected credential)."""
 

@@ -45,3 +45,30 @@ def open_alarms():
 def since(range_key: str):
     delta = TIME_RANGES.get(range_key)
     return timezone.now() - delta if delta else None
+
+
+def audit_backlog() -> tuple[int, object]:
+    """(undelivered events, when the oldest of them happened): events not queued for delivery
+    yet plus queued ones still pending. Reads a few rows and one partial index, never the table."""
+    from audit.models import ChainHead, DeliveryCursor
+
+    queued_to = dict(DeliveryCursor.objects.values_list("source", "queued_sequence"))
+    count, oldest = Delivery.objects.filter(state=Delivery.State.PENDING).count(), None
+    first_pending = (
+        Delivery.objects.filter(state=Delivery.State.PENDING).order_by("sequence").first()
+    )
+    if first_pending is not None:
+        oldest = first_pending.event.occurred_at
+    for source, last in ChainHead.objects.values_list("source", "last_sequence"):
+        unqueued = last - queued_to.get(source, 0)
+        if unqueued <= 0:
+            continue
+        count += unqueued
+        first = (
+            AuditEvent.objects.filter(source=source, sequence=queued_to.get(source, 0) + 1)
+            .values_list("occurred_at", flat=True)
+            .first()
+        )
+        if first is not None and (oldest is None or first < oldest):
+            oldest = first
+    return count, oldest

@@ -16,8 +16,7 @@ import shutil
 import uuid
 from time import monotonic
 
-from kombu.transport import filesystem
-from kombu.transport import virtual
+from kombu.transport import filesystem, virtual
 from kombu.transport.virtual import Empty
 
 logger = logging.getLogger("hyperbook.broker")
@@ -86,6 +85,7 @@ class Channel(filesystem.Channel):
 
     def _dead_letter(self, claimed: str, name: str, size: int) -> None:
         try:
+            os.chmod(claimed, 0o600)  # whoever wrote it, it is kept as the service's own
             shutil.move(claimed, os.path.join(self.dead_letter_folder, name))
         except OSError:
             _remove_quietly(claimed)

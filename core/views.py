@@ -3,14 +3,10 @@
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from core.health import broker_is_reachable, database_is_reachable
+from core.health import health_report
 
 
 @require_GET
 def healthz(request):
-    checks = {"database": database_is_reachable(), "broker": broker_is_reachable()}
-    healthy = all(checks.values())
-    return JsonResponse(
-        {"status": "ok" if healthy else "unavailable", "checks": checks},
-        status=200 if healthy else 503,
-    )
+    status, report = health_report()
+    return JsonResponse(report, status=status)

@@ -197,8 +197,17 @@ DELEGATION_DEFAULT_LIFETIME_DAYS = env_int("DELEGATION_DEFAULT_LIFETIME_DAYS", 3
 VPD_TOKEN_PRESETS_FILE = Path(
     env_str("VPD_TOKEN_PRESETS_FILE") or VAR_DIR / "vpd_token_presets.json"
 )
+# Where bin/serve listens; the local defaults that name this server (its origins, the demo's KB
+# URL) are derived from it, so a server on another port is never mistaken for this one.
+HOST = env_str("HOST", "127.0.0.1")
+PORT = env_int("PORT", 8000)
+_THIS_HOST = "127.0.0.1" if HOST in ("", "0.0.0.0", "::") else HOST  # noqa: S104
+if ":" in _THIS_HOST and not _THIS_HOST.startswith("["):
+    _THIS_HOST = f"[{_THIS_HOST}]"  # an IPv6 literal in a URL
+THIS_SERVER_URL = f"http://{_THIS_HOST}:{PORT}"
 MCP_ALLOWED_ORIGINS = env_list(
-    "MCP_ALLOWED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"]
+    "MCP_ALLOWED_ORIGINS",
+    sorted({THIS_SERVER_URL, f"http://127.0.0.1:{PORT}", f"http://localhost:{PORT}"}),
 )
 # Host header values /mcp answers to (DNS-rebinding defence); a port is allowed on each.
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
@@ -225,6 +234,8 @@ EGS2_MEMORY_API_TIMEOUT_SECONDS = env_int("EGS2_MEMORY_API_TIMEOUT_SECONDS", 10)
 EGS2_MEMORY_API_BATCH_SIZE = min(max(env_int("EGS2_MEMORY_API_BATCH_SIZE", 100), 1), 500)
 AUDIT_DELIVERY_SWEEP_SECONDS = env_int("AUDIT_DELIVERY_SWEEP_SECONDS", 10)
 AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = env_int("AUDIT_DELIVERY_MAX_BACKOFF_SECONDS", 600)
+# /healthz says "degraded" when the oldest undelivered event is older than this.
+AUDIT_BACKLOG_DEGRADED_SECONDS = env_int("AUDIT_BACKLOG_DEGRADED_SECONDS", 300)
 # A claimed batch whose worker died is claimable again after this long.
 AUDIT_DELIVERY_LEASE_SECONDS = env_int("AUDIT_DELIVERY_LEASE_SECONDS", 120)
 CELERY_BEAT_SCHEDULE = {

@@ -3,15 +3,20 @@
 from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import VAR_DIR
+from .base import THIS_SERVER_URL, VAR_DIR
 from .env import env_bool, local_secret
+from .files import make_private
+
+# Everything the demo keeps in var/ (the database with full RRNs and phone numbers, secrets, the
+# token presets, the broker, logs) is its user's only, whatever the caller's umask.
+make_private(VAR_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = local_secret("DJANGO_SECRET_KEY", VAR_DIR)
 TOKEN_FINGERPRINT_KEY = local_secret("TOKEN_FINGERPRINT_KEY", VAR_DIR)
 
 # The demo's discovery console talks to this server's own /mcp unless told otherwise.
-KB_MCP_BASE_URL = KB_MCP_BASE_URL or "http://127.0.0.1:8000"  # noqa: F405
+KB_MCP_BASE_URL = KB_MCP_BASE_URL or THIS_SERVER_URL  # noqa: F405
 
 # The file-system broker (used when no Redis is configured) needs its folders to exist.
 for _key in ("data_folder_in", "processed_folder"):

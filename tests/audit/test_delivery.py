@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from audit.delivery import deliver_pending, deliveries_claim, deliveries_queue_new
-from audit.models import AuditEvent, Delivery, DeliveryAlarm, DeliveryCursor
+from audit.models import AuditEvent, Delivery, DeliveryAlarm, DeliveryCursor, SinkStatus
 from audit.services import audit_events_append
 from tests.audit.memory_sink import MemorySink
 
@@ -35,10 +35,6 @@ def events(n: int) -> list[AuditEvent]:
 
 def states() -> dict[str, str]:
     return {str(d.event_id): d.state for d in Delivery.objects.all()}
-
-
-def make_due() -> None:
-    Delivery.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))
 
 
 def test_new_events_are_queued_once_each_in_sequence_order():
@@ -96,18 +92,50 @@ def test_a_rejected_item_is_kept_and_flagged_and_the_rest_delivered(sink):
 
 
 @pytest.mark.parametrize("fault", ["500", "down", "garbage", "slow"])
-def test_transient_failures_keep_events_pending_for_a_later_retry(sink, fault):
+def test_a_transient_failure_is_retried_after_the_sinks_short_backoff(sink, fault):
     events(3)
     sink.faults = [fault]
     report = deliver_pending()
-    assert report.delivered == 0 and report.retried == 3
+    assert report.retried == 3 and report.delivered == 3  # waited out, then delivered
+    assert set(states().values()) == {"delivered"}
+    assert Delivery.objects.first().attempts == 1
+    status = SinkStatus.objects.get(name="egs2")
+    assert (status.failures, status.retry_at) == (0, None)
+    assert status.last_error and status.last_success_at
+
+
+def test_a_sink_backing_off_longer_than_the_run_keeps_events_pending(sink):
+    events(3)
+    sink.faults = ["500"]
+    report = deliver_pending(time_budget_seconds=0.3)  # the backoff (0.5 to 1 s) is longer
+    assert report.delivered == 0 and report.skipped == "the Memory API is backing off"
     assert set(states().values()) == {"pending"}
-    delivery = Delivery.objects.first()
-    assert delivery.attempts == 1
-    assert delivery.next_attempt_at > timezone.now() - timedelta(seconds=1)
-    assert deliveries_claim(limit=10) == []  # backing off: not due yet
-    make_due()
+    assert deliver_pending(time_budget_seconds=0.3).delivered == 0  # still resting
+    assert sink.requests == 1
+    SinkStatus.objects.update(retry_at=timezone.now())  # the rest is over
     assert deliver_pending().delivered == 3
+
+
+def test_the_backlog_drains_at_full_speed_once_the_sink_answers(sink, settings):
+    settings.AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = 600
+    events(3)
+    sink.faults = ["500"]
+    deliver_pending(time_budget_seconds=0.5)
+    events(40)  # more arrive while the sink rests
+    # Each event failed at most once; the sink's health, not their attempts, decides when.
+    SinkStatus.objects.update(retry_at=timezone.now())
+    assert deliver_pending().delivered == 43
+    assert sink.requests == 1 + 5  # one failure, then 43 events in batches of 10
+
+
+def test_the_backoff_grows_with_failures_and_jitter_stays_under_the_maximum(settings):
+    from audit.delivery import sink_backoff_seconds
+
+    settings.AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = 600
+    for failures in range(1, 40):
+        ceiling = min(600, 2 ** (failures - 1))
+        for _ in range(20):
+            assert ceiling / 2 <= sink_backoff_seconds(failures) <= ceiling <= 600
 
 
 def test_retry_after_is_honoured(sink, settings):
@@ -115,20 +143,19 @@ def test_retry_after_is_honoured(sink, settings):
     events(2)
     sink.faults = ["429"]
     before = timezone.now()
-    deliver_pending()
-    delivery = Delivery.objects.first()
-    assert delivery.state == "pending"
-    assert delivery.next_attempt_at >= before + timedelta(seconds=1)
+    deliver_pending(time_budget_seconds=0.5)
+    assert Delivery.objects.first().state == "pending"
+    assert SinkStatus.objects.get(name="egs2").retry_at >= before + timedelta(seconds=1)
 
 
 def test_a_refused_credential_raises_an_alarm_and_keeps_everything_pending(sink):
     events(2)
     sink.faults = ["401"]
-    report = deliver_pending()
+    report = deliver_pending(time_budget_seconds=0.3)  # ends inside the sink's backoff
     assert report.alarms
     assert set(states().values()) == {"pending"}
     assert DeliveryAlarm.objects.filter(cleared_at__isnull=True).exists()
-    make_due()
+    SinkStatus.objects.update(retry_at=None)
     deliver_pending()
     assert set(states().values()) == {"delivered"}
     assert not DeliveryAlarm.objects.filter(cleared_at__isnull=True).exists()

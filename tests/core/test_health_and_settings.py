@@ -2,30 +2,67 @@ import os
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
 pytestmark = pytest.mark.django_db
 
 
-def test_healthz_reports_database_and_broker_without_details(client):
+def test_healthz_reports_each_part_and_no_details(client):
+    from audit.delivery import sink_heartbeat
+
+    sink_heartbeat()  # a worker has just run the delivery sweep
     response = client.get("/healthz")
     payload = response.json()
     assert response.status_code == 200
-    assert payload == {"status": "ok", "checks": {"database": True, "broker": True}}
+    assert payload["status"] == "ok"
+    assert payload["checks"] == {"database": True, "broker": True}
+    assert payload["worker"]["alive"] is True
+    assert payload["audit_backlog"] == {"pending": 0, "oldest_seconds": None}
+    assert payload["delivery"]["enabled"] is False
+    assert "sqlite" not in response.content.decode()
 
 
-def test_healthz_says_unavailable_when_the_broker_cannot_be_reached(client, settings):
+def test_without_a_worker_heartbeat_it_is_degraded_not_down(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "degraded"
+    assert response.json()["degraded"] == ["worker"]
+
+
+def test_an_unreachable_broker_only_degrades_it(client, settings):
+    from audit.delivery import sink_heartbeat
     from hyperbook.celery import app
 
+    sink_heartbeat()
     app.conf.broker_url = "redis://127.0.0.1:1/0"
+    app.conf.broker_transport = None
     try:
         response = client.get("/healthz")
     finally:
         app.conf.broker_url = settings.CELERY_BROKER_URL
-    assert response.status_code == 503
+        app.conf.broker_transport = settings.CELERY_BROKER_TRANSPORT
+    assert response.status_code == 200
     assert response.json()["checks"] == {"database": True, "broker": False}
+    assert response.json()["degraded"] == ["broker"]
     assert "127.0.0.1:1" not in response.content.decode()
+
+
+def test_an_old_backlog_with_delivery_on_degrades_it(client, settings):
+    from audit.delivery import sink_heartbeat
+    from audit.services import audit_events_append
+
+    settings.EGS2_MEMORY_API_URL = "http://127.0.0.1:9"
+    sink_heartbeat()
+    audit_events_append(events=[{"action": "mcp.tools_list", "outcome": "allowed"}] * 3)
+    assert client.get("/healthz").json()["audit_backlog"]["pending"] == 3
+    assert client.get("/healthz").json()["status"] == "ok"  # young: not behind yet
+    settings.AUDIT_BACKLOG_DEGRADED_SECONDS = 1
+    time.sleep(1.2)
+    payload = client.get("/healthz").json()
+    assert payload["degraded"] == ["audit_backlog"]
+    assert payload["audit_backlog"]["oldest_seconds"] > 1
 
 
 def run_settings(module: str, env: dict) -> subprocess.CompletedProcess:

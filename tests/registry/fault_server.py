@@ -310,9 +310,9 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def serving(app):
-    """Serve `app` (a FaultServer or RecordingServer) on a free 127.0.0.1 port in a thread."""
-    httpd = _Server(("127.0.0.1", 0), _handler_class(app))
+def serving(app, port: int = 0):
+    """Serve `app` (a FaultServer or RecordingServer) on 127.0.0.1 (a free port unless given)."""
+    httpd = _Server(("127.0.0.1", port), _handler_class(app))
     app.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True

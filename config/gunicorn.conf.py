@@ -1,0 +1,39 @@
+"""gunicorn settings for hyperbook's web process (bin/serve): uvicorn workers, the app preloaded.
+
+The app, and with it the Korean analyser's model (about 500 MiB) and the KB vocabulary, is loaded
+once in the master before the workers fork, so every worker shares those pages instead of loading
+its own copy. Per-worker state (database connections, the audit writer and WAL checkpointer
+threads, the rate limiter's connections) starts in each worker's lifespan, after the fork.
+"""
+
+import gc
+import os
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_WORKERS", "1"))
+worker_class = "uvicorn_worker.UvicornWorker"
+preload_app = True
+# A worker whose event loop stops answering the master's heartbeat for this long is replaced.
+timeout = 60
+graceful_timeout = 30
+keepalive = 5
+accesslog = None
+control_socket_disable = True  # two instances on one host would share $HOME/.gunicorn/…
+worker_tmp_dir = os.environ.get("HYPERBOOK_VAR_DIR") or None
+
+
+def when_ready(server):
+    """In the master, after the app is imported and before any worker forks: load what the
+    workers share, then leave no database connection open to be inherited."""
+    from django.db import connections
+
+    from kb.answering import warm_up
+
+    try:
+        warm_up()
+    except Exception:  # a worker warms itself up again; sharing is an optimisation
+        server.log.warning("warm-up before fork failed; each worker loads its own", exc_info=True)
+    finally:
+        connections.close_all()
+    gc.collect()
+    gc.freeze()  # the shared objects stay out of the workers' collections (and their pages clean)
