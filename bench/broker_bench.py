@@ -45,9 +45,7 @@ def one_round(transport: str, messages: int) -> tuple[float, float]:
             producer = conn.Producer(serializer="json")
             started = time.perf_counter()
             for _ in range(messages):
-                producer.publish(
-                    body, exchange=queue.exchange, routing_key=name, declare=[queue]
-                )
+                producer.publish(body, exchange=queue.exchange, routing_key=name, declare=[queue])
             published = time.perf_counter() - started
             simple = conn.SimpleQueue(queue)
             started = time.perf_counter()
