@@ -25,12 +25,15 @@ worker_tmp_dir = os.environ.get("HYPERBOOK_VAR_DIR") or None
 def when_ready(server):
     """In the master, after the app is imported and before any worker forks: load what the
     workers share, then leave no database connection open to be inherited."""
+    from django.core.exceptions import ImproperlyConfigured
     from django.db import connections
 
     from kb.answering import warm_up
 
     try:
         warm_up()
+    except ImproperlyConfigured:
+        raise  # e.g. a KB reader role that bypasses row-level security: do not start at all
     except Exception:  # a worker warms itself up again; sharing is an optimisation
         server.log.warning("warm-up before fork failed; each worker loads its own", exc_info=True)
     finally:

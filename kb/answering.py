@@ -63,6 +63,20 @@ def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
         return _help_answer(stakeholder, limit, {**interpretation, "help": help_})
 
 
+def database_roles_checked() -> None:
+    """On PostgreSQL, refuse to start (KB_DB_ROLE_CHECK=refuse, production) or log loudly
+    (warn) when row-level security would not hold the KB rows."""
+    from kb.selectors import kb_database_role_problems
+
+    problems = kb_database_role_problems()
+    if not problems:
+        return
+    if settings.KB_DB_ROLE_CHECK == "refuse":
+        raise ImproperlyConfigured("; ".join(problems))
+    for problem in problems:
+        log.error("KB VPD: %s", problem)
+
+
 def warm_up() -> None:
     """Check the Select AI settings and load what the first question would wait for (Kiwi takes
     seconds). Reads the database: call it from synchronous start-up code.
@@ -70,6 +84,7 @@ def warm_up() -> None:
     Raises ImproperlyConfigured when a backend or provider setting is unusable.
     """
     started = time.perf_counter()
+    database_roles_checked()
     backend = query_backend()
     if backend == ORDS:
         config = ords_config()

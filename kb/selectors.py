@@ -49,3 +49,38 @@ def vocabulary_rows() -> dict[str, list[dict]]:
             )
         ),
     }
+
+
+def kb_database_role_problems(*, using: str = "default") -> list[str]:
+    """Why PostgreSQL's row-level security would not hold the KB rows, if it would not.
+
+    KB reads switch to KB_DB_READER_ROLE; a superuser or BYPASSRLS role skips every policy, so
+    that role must be neither. Nor may the login role be one: it owns the connection that could
+    read the tables without switching. Empty on other databases (the ORM filter is the policy)."""
+    from django.db import connections
+
+    from kb.policy import reader_role
+
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return []
+    role = reader_role()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rolname, rolsuper, rolbypassrls FROM pg_roles"
+            " WHERE rolname = %s OR rolname = session_user",
+            [role],
+        )
+        rows = {name: (superuser, bypass) for name, superuser, bypass in cursor.fetchall()}
+        cursor.execute("SELECT session_user")
+        (login,) = cursor.fetchone()
+    problems = []
+    for name, what in ((role, "KB_DB_READER_ROLE"), (login, "the app's login role")):
+        superuser, bypass = rows.get(name, (False, False))
+        if superuser or bypass:
+            kind = "a superuser" if superuser else "a BYPASSRLS role"
+            problems.append(
+                f"{what} {name!r} is {kind}: row-level security does not apply to it, "
+                "so the KB rows are not held by the database (see the README, Running at scale)"
+            )
+    return problems

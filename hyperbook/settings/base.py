@@ -222,6 +222,9 @@ MCP_AUTH_FAILURE_LIMIT = env_str("MCP_AUTH_FAILURE_LIMIT", "20/minute")  # per c
 # NOLOGIN, NOBYPASSRLS role (SET LOCAL ROLE), so row-level security holds for any login role.
 KB_AS_OF_DATE = env_str("KB_AS_OF_DATE", "2026-06-30")
 KB_DB_READER_ROLE = env_str("KB_DB_READER_ROLE", "hyperbook_kb_reader")
+# At start-up on PostgreSQL: "refuse" (production) or "warn" when KB_DB_READER_ROLE or the login
+# role is a superuser or BYPASSRLS, so that row-level security would not hold the KB rows.
+KB_DB_ROLE_CHECK = env_str("KB_DB_ROLE_CHECK", "warn")
 
 # Audit: every /mcp request and admin change is an event; delivery to the egs2 Memory API.
 AUDIT_MCP_REQUESTS = env_bool("AUDIT_MCP_REQUESTS", True)  # off only to measure its cost

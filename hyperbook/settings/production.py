@@ -1,7 +1,7 @@
 """Production: every secret must come from the environment (or a *_FILE); nothing is generated."""
 
 from .base import *  # noqa: F403
-from .env import env_bool, env_int, required_secret
+from .env import env_bool, env_int, env_str, required_secret
 
 SECRET_KEY = required_secret("DJANGO_SECRET_KEY")
 TOKEN_FINGERPRINT_KEY = required_secret("TOKEN_FINGERPRINT_KEY")
@@ -11,3 +11,4 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+KB_DB_ROLE_CHECK = env_str("KB_DB_ROLE_CHECK", "refuse")
