@@ -75,3 +75,85 @@ def test_the_limit_is_shared_across_workers_through_redis(world, tmp_path, redis
         ]
     assert statuses.count(200) == 6
     assert statuses.count(429) == 4
+
+
+class PrivateRedis:
+    """A redis-server of this test's own on a free loopback port, to stop and start at will."""
+
+    def __init__(self, tmp_path):
+        from tests.live import free_port
+
+        self.port = free_port()
+        self.tmp_path = tmp_path
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self):
+        import shutil
+        import subprocess
+        import time
+
+        binary = shutil.which("redis-server")
+        if binary is None:
+            service_missing("redis-server is not installed")
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.tmp_path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
+        for _ in range(50):
+            try:
+                client.ping()
+                return
+            except redis.RedisError:
+                time.sleep(0.1)
+        raise RuntimeError("private redis-server did not start")
+
+    def stop(self):
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_without_redis_limits_fall_back_per_worker_and_come_back(private_redis, monkeypatch):
+    import asyncio
+
+    from mcpserver import ratelimit
+
+    monkeypatch.setattr(ratelimit, "SHARED_RETRY_SECONDS", 0.2)
+    limits = ratelimit.RateLimits(
+        redis_url=private_redis.url, per_delegation="3/minute", per_failed_client="5/minute"
+    )
+
+    async def five_requests():
+        return [await limits.delegation_retry_after(7) for _ in range(5)]
+
+    async def scenario():
+        shared = await five_requests()  # counted in Redis
+        private_redis.stop()
+        alone = await five_requests()  # Redis gone: counted in this worker, never an error
+        private_redis.start()  # an empty Redis: a new window
+        await asyncio.sleep(0.3)
+        again = await five_requests()
+        return shared, alone, again
+
+    shared, alone, again = asyncio.run(scenario())
+    assert [s == 0 for s in shared] == [True, True, True, False, False]
+    assert [s == 0 for s in alone] == [True, True, True, False, False]
+    assert [s == 0 for s in again] == [True, True, True, False, False]
+    client = redis.Redis.from_url(private_redis.url)
+    assert client.dbsize() > 0  # the last window was counted in Redis again
