@@ -32,6 +32,8 @@ QUICK_ARGS = {
     "kb_plans.py": ["--seconds", "1"],
     "selectai_bench.py": ["--seconds", "1"],
     "broker_bench.py": ["--quick"],
+    "delivery_bench.py": ["--quick"],
+    "soak.py": ["--duration", "60"],
 }
 # Always: the /mcp figures include what the audit event costs (ours with and without it).
 ALWAYS_ARGS = {"mcp_bench.py": ["--with-no-audit"]}
