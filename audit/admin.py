@@ -142,8 +142,8 @@ class AuditEventAdmin(ReadOnlyAdmin):
         ToolFilter,
         DeliveryStateFilter,
     )
-    search_fields = ("=request_id",)  # exact match: uses the index
-    search_help_text = _("요청 ID로 찾기 (정확히 일치)")
+    search_fields = ("=request_id", "=client_request_id")  # exact matches: both indexed
+    search_help_text = _("요청 ID 또는 클라이언트 요청 ID로 찾기 (정확히 일치)")
     list_select_related = ("delivery",)
     paginator = CappedCountPaginator
     show_full_result_count = False

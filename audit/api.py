@@ -51,6 +51,7 @@ class AuditEventFilter(django_filters.FilterSet):
         model = AuditEvent
         fields = [
             "request_id",
+            "client_request_id",
             "outcome",
             "http_status",
             "action",

@@ -41,15 +41,22 @@ HASHED_FIELDS = (
 )
 CONTENT_FIELDS = tuple(
     f for f in HASHED_FIELDS if f not in ("id", "source", "sequence", "occurred_at", "prev_hash")
-)
+) + ("client_request_id",)
 
 
 def occurred_at_text(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# Hashed only when set, so that events written before it existed keep their hashes.
+OPTIONAL_HASHED_FIELDS = ("client_request_id",)
+
+
 def canonical_json(values: dict) -> str:
     data = {name: values.get(name) for name in HASHED_FIELDS}
+    for name in OPTIONAL_HASHED_FIELDS:
+        if values.get(name):
+            data[name] = values[name]
     data["id"] = str(data["id"])
     data["occurred_at"] = occurred_at_text(data["occurred_at"])
     if data["latency_ms"] is not None:

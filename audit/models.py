@@ -33,6 +33,7 @@ class AuditEvent(models.Model):
         TOOL_ERROR = "tool_error", _("도구 오류")
         ERROR = "error", _("서버 오류")
         CHANGED = "changed", _("변경")
+        SUMMARY = "summary", _("요약 (예산을 넘은 거부 집계)")
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     source = models.CharField(_("출처"), max_length=32, default="hyperbook")
@@ -42,6 +43,8 @@ class AuditEvent(models.Model):
     outcome = models.CharField(_("결과"), max_length=32)
     http_status = models.PositiveSmallIntegerField(_("HTTP 상태"), null=True, blank=True)
     request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
+    # What the client called its request (X-Request-ID), as it sent it: never our id, may repeat.
+    client_request_id = models.CharField(_("클라이언트 요청 ID"), max_length=128, blank=True)
     rpc_method = models.CharField(_("JSON-RPC 메서드"), max_length=64, blank=True)
     tool = models.CharField(_("도구"), max_length=128, blank=True)
     stakeholder_id = models.CharField(_("관계자 ID"), max_length=16, blank=True)
@@ -74,6 +77,7 @@ class AuditEvent(models.Model):
         ]
         indexes = [
             models.Index(fields=["request_id"], name="audit_request_id"),
+            models.Index(fields=["client_request_id"], name="audit_client_request_id"),
             models.Index(fields=["outcome", "occurred_at"], name="audit_outcome_time"),
             models.Index(fields=["action", "occurred_at"], name="audit_action_time"),
             models.Index(fields=["stakeholder_id", "occurred_at"], name="audit_stakeholder_time"),

@@ -18,6 +18,9 @@ timeout = 60
 graceful_timeout = 30
 keepalive = 5
 accesslog = None
+# The client's address comes from the socket: X-Forwarded-For is believed only from these proxies
+# (none unless set; gunicorn and uvicorn would otherwise trust any local process).
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "")
 control_socket_disable = True  # two instances on one host would share $HOME/.gunicorn/…
 worker_tmp_dir = os.environ.get("HYPERBOOK_VAR_DIR") or None
 

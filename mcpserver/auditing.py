@@ -1,8 +1,25 @@
-"""What an /mcp request's audit event records: the gate's findings, never a token or prompt text."""
+"""What an /mcp request's audit event records: the gate's findings, never a token or prompt text.
+
+Refusals of unauthenticated requests (401, the failed-authentication 429, a Host or Origin 403)
+are recorded one by one up to a budget per client address and window; past it they are counted
+into one summary event per address and window, so a flood cannot fill the log and every request
+is still accounted for.
+"""
+
+import datetime as dt
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
 
 from audit.models import AuditEvent
 from audit.writer import AuditWriter
 from mcpserver.gate import RequestRecord
+
+# Past this many addresses in one window, further ones share one summary ("*"): an attacker
+# with many addresses cannot make the budget itself grow without bound.
+MAX_TRACKED_ADDRESSES = 10_000
 
 _OUTCOMES = {
     "allowed": AuditEvent.Outcome.ALLOWED,
@@ -29,7 +46,7 @@ def event_values(record: RequestRecord) -> dict:
         outcome = AuditEvent.Outcome.TOOL_ERROR
     if outcome == AuditEvent.Outcome.ALLOWED and record.reason == "policy_refused":
         outcome = AuditEvent.Outcome.FORBIDDEN
-    rpc = record.rpc_method.replace("/", "_") if record.rpc_method else ""
+    rpc = _text(record.rpc_method).replace("/", "_") if record.rpc_method else ""
     action = "mcp.preflight" if record.outcome == "preflight" else f"mcp.{rpc or 'request'}"
     principal = record.principal
     return {
@@ -37,22 +54,94 @@ def event_values(record: RequestRecord) -> dict:
         "outcome": outcome,
         "http_status": record.status or None,
         "request_id": record.request_id,
-        "rpc_method": record.rpc_method[:64],
-        "tool": record.tool,
+        "client_request_id": record.client_request_id,
+        "rpc_method": _text(record.rpc_method)[:64],
+        "tool": _text(record.tool)[:128],
         "stakeholder_id": principal.stakeholder_id if principal else "",
         "stakeholder_role": principal.role if principal else "",
         "delegation_id": principal.delegation_id if principal else None,
         "token_prefix": principal.display_prefix if principal else "",
         "token_fingerprint": principal.fingerprint if principal else "",
-        "client_address": record.client[:64],
-        "origin": (record.origin or "")[:256],
-        "user_agent": record.user_agent,
+        "client_address": _text(record.client)[:64],
+        "origin": _text(record.origin or "")[:256],
+        "user_agent": _text(record.user_agent)[:256],
         "latency_ms": round(record.latency_ms, 3),
         "row_count": record.row_count,
-        "masked_columns": record.masked_columns,
+        "masked_columns": [_text(c) for c in record.masked_columns],
         "prompt_length": record.prompt_length,
         "prompt_hash": record.prompt_hash,
-        "detail": record.reason[:128],
+        "detail": _text(record.reason)[:128],
+    }
+
+
+def _text(value: str) -> str:
+    """Text any encoder takes: a lone surrogate (valid in a Python str, not in UTF-8) is written
+    as its escape, so that an event can always be hashed and stored."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+    return value
+
+
+def is_unauthenticated_refusal(record: RequestRecord) -> bool:
+    """Refused before anyone was identified: what a flood without a valid token produces."""
+    return record.principal is None and (
+        record.outcome in ("unauthenticated", "refused_host", "refused_origin")
+        or record.reason == "auth_rate_limited"
+    )
+
+
+@dataclass
+class RefusalBudget:
+    """Which unauthenticated refusals are recorded one by one, and the counts of the rest."""
+
+    limit: int
+    window_seconds: float
+    window_start: float | None = None  # time.time() of the window's first refusal
+    recorded: Counter = field(default_factory=Counter)  # address -> refusals recorded alone
+    counted: dict[str, Counter] = field(default_factory=dict)  # address -> (status reason) -> n
+
+    def admit(self, address: str, now: float) -> bool:
+        """True: record this refusal as its own event. False: it was counted for a summary."""
+        if self.window_start is None:
+            self.window_start = now  # a window begins with its first refusal
+        elif self.ended(now):
+            raise WindowEnded
+        if self.recorded[address] < self.limit:
+            self.recorded[address] += 1
+            return True
+        return False
+
+    def ended(self, now: float) -> bool:
+        return self.window_start is not None and now >= self.window_start + self.window_seconds
+
+    def count(self, address: str, key: str) -> None:
+        if address not in self.counted and len(self.counted) >= MAX_TRACKED_ADDRESSES:
+            address = "*"
+        self.counted.setdefault(address, Counter())[key] += 1
+
+
+class WindowEnded(Exception):
+    """The budget's window is over: summarise it and start the next one."""
+
+
+def summary_event_values(address: str, counts: Counter, start: float, end: float) -> dict:
+    def moment(seconds: float) -> str:
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat()
+
+    total = sum(counts.values())
+    return {
+        "action": "mcp.refusals_summary",
+        "outcome": AuditEvent.Outcome.SUMMARY,
+        "client_address": _text(address)[:64],
+        "detail": f"{total} refusals past the per-address budget"[:128],
+        "changes": {
+            "window_start": moment(start),
+            "window_end": moment(end),
+            "total": total,
+            "counts": dict(sorted(counts.items())),
+        },
     }
 
 
@@ -61,6 +150,10 @@ class RequestAuditor:
 
     def __init__(self, writer: AuditWriter | None = None):
         self.writer = writer or AuditWriter()
+        self.budget = RefusalBudget(
+            limit=settings.AUDIT_REFUSALS_PER_ADDRESS,
+            window_seconds=settings.AUDIT_REFUSAL_WINDOW_SECONDS,
+        )
 
     def started(self) -> None:
         self.writer.expect()
@@ -72,10 +165,40 @@ class RequestAuditor:
         self.writer.close()
 
     async def completed(self, record: RequestRecord) -> None:
-        """Returns once the request's event is committed; raises if it could not be."""
+        """Returns once the request's event is committed (or counted for a summary); raises if
+        it could not be."""
         try:
             values = event_values(record)
         except Exception:
             self.writer.forget()  # no event will follow: do not keep a batch waiting for it
             raise
+        if is_unauthenticated_refusal(record) and not await self._admit(record):
+            self.writer.forget()
+            return
         await self.writer.record(values, expected=True)
+
+    async def _admit(self, record: RequestRecord) -> bool:
+        address = record.client or "unknown"
+        try:
+            admitted = self.budget.admit(address, time.time())
+        except WindowEnded:
+            await self.flush(final=False)
+            admitted = self.budget.admit(address, time.time())  # the first of a new window
+        if not admitted:
+            self.budget.count(address, f"{record.status} {record.reason or record.outcome}")
+        return admitted
+
+    async def flush(self, *, final: bool) -> int:
+        """Write the summaries of a window that has ended (or of the current one at shutdown,
+        `final`), and start the next window. Returns how many summaries were written."""
+        now = time.time()
+        budget = self.budget
+        if budget.window_start is None or not (final or budget.ended(now)):
+            return 0
+        self.budget = RefusalBudget(limit=budget.limit, window_seconds=budget.window_seconds)
+        end = min(now, budget.window_start + budget.window_seconds)
+        for address, counts in budget.counted.items():
+            await self.writer.record(
+                summary_event_values(address, counts, budget.window_start, end)
+            )
+        return len(budget.counted)

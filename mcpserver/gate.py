@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hyperbook.mcp")
 
-REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+CLIENT_REQUEST_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")  # visible ASCII, as a header carries it
+_PORT_RE = re.compile(r"^[0-9]{1,5}$")  # ASCII digits only: "²".isdigit() is True
+# No MCP message needs more nesting than this; deeper bodies are refused before anything walks them.
+MAX_JSON_DEPTH = 32
 JSONRPC_PARSE_ERROR = -32700
 JSONRPC_INVALID_REQUEST = -32600
 
@@ -36,6 +39,7 @@ class RequestRecord:
 
     request_id: str
     started: float
+    client_request_id: str = ""
     client: str = ""
     origin: str | None = None
     user_agent: str = ""
@@ -90,11 +94,13 @@ class McpGate:
         self.auditor = auditor
 
     async def __call__(self, scope, receive, send):
-        headers = _headers(scope)
-        incoming_id = headers.get("x-request-id", "")
+        headers = request_headers(scope)
+        client_id = headers.get("x-request-id", "")
         record = RequestRecord(
-            # Time-ordered ids sort by arrival and keep the audit's request-id index append-only.
-            request_id=incoming_id if REQUEST_ID_RE.match(incoming_id) else uuid7().hex,
+            # Always our own, unique and time-ordered (the audit's request-id index grows at the
+            # end); what the client called it is kept beside it and echoed back.
+            request_id=uuid7().hex,
+            client_request_id=client_id if CLIENT_REQUEST_ID_RE.match(client_id) else "",
             started=time.perf_counter(),
             client=(scope.get("client") or ("", 0))[0],
             origin=headers.get("origin"),
@@ -116,6 +122,10 @@ class McpGate:
                     *message.get("headers", []),
                     (b"x-request-id", record.request_id.encode()),
                 ]
+                if record.client_request_id:
+                    message["headers"].append(
+                        (b"x-client-request-id", record.client_request_id.encode())
+                    )
             held.append(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 finished = True
@@ -176,28 +186,26 @@ class McpGate:
                 [(b"allow", b"POST, OPTIONS")] + cors,
             )
 
-        self_url = self.resource_url or _own_url(scope, headers)
-        client = record.client or "unknown"
-        retry_after = await self.rate_limits.failed_client_retry_after(client)
-        if retry_after:
-            return await self._refuse_rate(send, record, retry_after, "auth_rate_limited", cors)
+        self_url = self.resource_url or own_url(scope, headers)
         authorization = headers.get("authorization")
         try:
             token = bearer_from_header(authorization)
         except MalformedToken:
-            await self.rate_limits.count_failed_authentication(client)
             reason = "missing_token" if authorization is None else "malformed_token"
-            return await self._unauthorized(
-                send, record, reason, self_url, sent=authorization is not None
+            return await self._failed_authentication(
+                send, record, reason, self_url, cors, sent=authorization is not None
             )
         authentication: Authentication = await _authenticate(token)
         del token
         if authentication.principal is None:
-            await self.rate_limits.count_failed_authentication(client)
-            return await self._unauthorized(
-                send, record, authentication.failure, self_url, sent=True
+            return await self._failed_authentication(
+                send, record, authentication.failure, self_url, cors, sent=True
             )
         principal = record.principal = authentication.principal
+        # The bearer is known: its delegation's limit comes before anything else is read.
+        retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
+        if retry_after:
+            return await self._refuse_rate(send, record, retry_after, "rate_limited", cors)
         if not principal.permitted:
             return await self._forbidden(send, record, "stakeholder_not_permitted", self_url, cors)
 
@@ -220,22 +228,11 @@ class McpGate:
                 _rpc_error(JSONRPC_INVALID_REQUEST, "Request body too large"),
                 cors,
             )
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        message, problem = parse_message(body)
+        if message is None:
+            code = JSONRPC_PARSE_ERROR if problem == "Parse error" else JSONRPC_INVALID_REQUEST
             return await self._refuse(
-                send, record, 400, "malformed", _rpc_error(JSONRPC_PARSE_ERROR, "Parse error"), cors
-            )
-        if not isinstance(message, dict):
-            return await self._refuse(
-                send,
-                record,
-                400,
-                "malformed",
-                _rpc_error(
-                    JSONRPC_INVALID_REQUEST, "Batches and non-object messages are not supported"
-                ),
-                cors,
+                send, record, 400, "malformed", _rpc_error(code, problem), cors
             )
         record.rpc_method = message.get("method") if isinstance(message.get("method"), str) else ""
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
@@ -249,10 +246,6 @@ class McpGate:
                 record.prompt_length = len(arguments["prompt"])
                 record.prompt_hash = prompt_fingerprint(arguments["prompt"])
 
-        retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
-        if retry_after:
-            return await self._refuse_rate(send, record, retry_after, "rate_limited", cors)
-
         scope = {
             **scope,
             "state": {
@@ -264,6 +257,17 @@ class McpGate:
         }
         await self.app(scope, _replay(body), _with_headers(send, cors))
 
+    async def _failed_authentication(self, send, record, reason, resource_url, cors, *, sent):
+        """401, or 429 once this address has failed too often: a failure counts against its
+        address, and only failures are refused for it (a valid bearer from the same address,
+        behind the same NAT or proxy, is never locked out by others' mistakes)."""
+        retry_after = await self.rate_limits.failed_authentication_retry_after(
+            record.client or "unknown"
+        )
+        if retry_after:
+            return await self._refuse_rate(send, record, retry_after, "auth_rate_limited", cors)
+        return await self._unauthorized(send, record, reason, resource_url, sent=sent)
+
     def _origin_allowed(self, origin: str, host: str) -> bool:
         origin = origin.rstrip("/").lower()
         # Same-origin pages are safe: the Host header has already passed the allowlist, so this
@@ -272,11 +276,7 @@ class McpGate:
         return same_origin or origin in self.allowed_origins
 
     def _host_allowed(self, host: str) -> bool:
-        host = host.lower()
-        if host in self.allowed_hosts:
-            return True
-        name, _, port = host.rpartition(":")
-        return bool(name) and port.isdigit() and name in self.allowed_hosts
+        return host_allowed(host, self.allowed_hosts)
 
     async def _refuse(self, send, record, status, reason, body, extra_headers=()):
         record.outcome = f"refused_{reason}" if status != 413 else "too_large"
@@ -319,7 +319,53 @@ class McpGate:
         return await _reply(send, 403, body, [(b"www-authenticate", challenge.encode())] + cors)
 
 
-def _own_url(scope, headers) -> str:
+def host_allowed(host: str, allowed_hosts) -> bool:
+    """`host` is an allowed name, alone or with a port of ASCII digits (DNS-rebinding defence)."""
+    host = host.lower()
+    if host in allowed_hosts:
+        return True
+    name, _, port = host.rpartition(":")
+    return bool(name) and bool(_PORT_RE.match(port)) and name in allowed_hosts
+
+
+def parse_message(body: bytes) -> tuple[dict | None, str]:
+    """(the JSON-RPC message, "") or (None, what is wrong with it) for a 400.
+
+    Beyond JSON: one object (no batches), nested at most MAX_JSON_DEPTH deep, and only text that
+    is valid Unicode (a lone surrogate escape such as "\\ud800" is JSON, but not text anything
+    downstream can encode)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None, "Parse error"
+    if not isinstance(message, dict):
+        return None, "Batches and non-object messages are not supported"
+    stack = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return None, "Message nested too deeply"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and not _encodable(key):
+                return None, "Message text is not valid Unicode"
+            if isinstance(item, str):
+                if not _encodable(item):
+                    return None, "Message text is not valid Unicode"
+            elif isinstance(item, dict | list):
+                stack.append((item, depth + 1))
+    return message, ""
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def own_url(scope, headers) -> str:
     # Only reached after the Host header has passed the allowlist.
     scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
     return f"{scheme}://{headers.get('host', 'localhost')}{scope.get('path', '/mcp').rstrip('/')}"
@@ -354,7 +400,7 @@ def _cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _headers(scope) -> dict[str, str]:
+def request_headers(scope) -> dict[str, str]:
     result = {}
     for name, value in scope.get("headers", []):
         key = name.decode("latin-1").lower()

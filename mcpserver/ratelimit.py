@@ -54,15 +54,13 @@ class RateLimits:
             return 0
         return await self._retry_after(self._per_delegation, *key)
 
-    async def failed_client_retry_after(self, client: str) -> int:
-        """Seconds a client address must wait after too many failed authentications (0: none)."""
+    async def failed_authentication_retry_after(self, client: str) -> int:
+        """Count one failed authentication from `client`: 0 while its address is within its
+        budget, else the seconds until it may fail again."""
         key = ("mcp-auth-failure", client)
-        if await self._call("test", self._per_failed_client, *key):
+        if await self._call("hit", self._per_failed_client, *key):
             return 0
         return await self._retry_after(self._per_failed_client, *key)
-
-    async def count_failed_authentication(self, client: str) -> None:
-        await self._call("hit", self._per_failed_client, "mcp-auth-failure", client)
 
     async def _retry_after(self, item, *identifiers: str) -> int:
         stats = await self._call("get_window_stats", item, *identifiers)

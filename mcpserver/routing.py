@@ -6,8 +6,9 @@ import logging
 from contextlib import AsyncExitStack
 
 from django.conf import settings
+from uuid_utils.compat import uuid7
 
-from mcpserver.gate import _headers, _own_url
+from mcpserver.gate import host_allowed, own_url, request_headers
 from mcpserver.server import McpApplication
 
 logger = logging.getLogger("hyperbook.mcp")
@@ -59,15 +60,12 @@ class Router:
 
 
 async def _protected_resource_metadata(scope, send):
-    headers = _headers(scope)
-    resource = settings.MCP_RESOURCE_URL or _own_url({**scope, "path": "/mcp"}, headers)
-    host = headers.get("host", "").lower()
+    """RFC 9728 metadata, behind the same Host check as /mcp (unless the resource URL is fixed
+    by configuration, when no Host header can change what it says)."""
+    headers = request_headers(scope)
+    resource = settings.MCP_RESOURCE_URL or own_url({**scope, "path": "/mcp"}, headers)
     allowed = {h.lower() for h in settings.MCP_ALLOWED_HOSTS}
-    if (
-        not settings.MCP_RESOURCE_URL
-        and host not in allowed
-        and host.rpartition(":")[0] not in allowed
-    ):
+    if not settings.MCP_RESOURCE_URL and not host_allowed(headers.get("host", ""), allowed):
         status, body = 403, {"error": "Host not allowed"}
     else:
         status, body = (
@@ -89,6 +87,7 @@ async def _protected_resource_metadata(scope, send):
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
                 (b"cache-control", b"max-age=300"),
+                (b"x-request-id", uuid7().hex.encode()),
             ],
         }
     )

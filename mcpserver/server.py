@@ -145,14 +145,32 @@ class McpApplication:
             await _warm_up_in_db_thread()
             if checkpointer is not None:
                 checkpointer.start()
+            summaries = (
+                asyncio.create_task(self._write_refusal_summaries())
+                if self.auditor is not None
+                else None
+            )
             try:
                 yield
             finally:
+                if summaries is not None:
+                    summaries.cancel()
                 if self.auditor is not None:
-                    # Requests still being answered were recorded; write them before exiting.
+                    # The current window's refusal counts, then everything still pending.
+                    await self.auditor.flush(final=True)
                     await asyncio.to_thread(self.auditor.close)
                 if checkpointer is not None:
                     await asyncio.to_thread(checkpointer.stop)
+
+    async def _write_refusal_summaries(self):
+        """Each window's refusal summaries are written when it ends, flood or no flood."""
+        pause = min(5.0, settings.AUDIT_REFUSAL_WINDOW_SECONDS / 4)
+        while True:
+            await asyncio.sleep(pause)
+            try:
+                await self.auditor.flush(final=False)
+            except Exception:
+                logger.exception("could not write the refusal summaries; trying again")
 
     async def __call__(self, scope, receive, send):
         await self.gate(scope, receive, send)

@@ -45,6 +45,7 @@ def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1)
         "DATABASE_URL": database_url_for_servers(),
         "PYTHONUNBUFFERED": "1",
         "LOG_LEVEL": "INFO",
+        "FORWARDED_ALLOW_IPS": "",  # as bin/serve runs it: no proxy is trusted unless named
         **(extra_env or {}),
     }
     command = [

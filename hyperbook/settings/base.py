@@ -228,6 +228,10 @@ KB_DB_ROLE_CHECK = env_str("KB_DB_ROLE_CHECK", "warn")
 
 # Audit: every /mcp request and admin change is an event; delivery to the egs2 Memory API.
 AUDIT_MCP_REQUESTS = env_bool("AUDIT_MCP_REQUESTS", True)  # off only to measure its cost
+# Unauthenticated refusals (401, the failed-authentication 429, Host/Origin 403) are recorded one
+# by one up to this many per client address and window; the rest as one summary event each.
+AUDIT_REFUSALS_PER_ADDRESS = env_int("AUDIT_REFUSALS_PER_ADDRESS", 20)
+AUDIT_REFUSAL_WINDOW_SECONDS = env_int("AUDIT_REFUSAL_WINDOW_SECONDS", 60)
 # How much lower the audit writer and WAL checkpointer threads run than request handling
 # (Linux nice steps, 0 to 19; 0 keeps them at the worker's priority). See core/background.py.
 BACKGROUND_THREAD_NICENESS = min(max(env_int("BACKGROUND_THREAD_NICENESS", 10), 0), 19)

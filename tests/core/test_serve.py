@@ -160,8 +160,14 @@ def demo(tmp_path_factory):
             yield demo
         finally:
             if demo.process.poll() is None:
-                os.killpg(demo.process.pid, signal.SIGKILL)
-                demo.process.wait(timeout=10)
+                # SIGTERM: supervisor stops its programs (each in a process group of its own,
+                # which a SIGKILL of supervisor alone would leave running).
+                os.killpg(demo.process.pid, signal.SIGTERM)
+                try:
+                    demo.process.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(demo.process.pid, signal.SIGKILL)
+                    demo.process.wait(timeout=10)
 
 
 def test_the_demo_answers_on_its_own_port_and_never_on_8000(demo):
