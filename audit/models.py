@@ -44,7 +44,11 @@ class AuditEvent(models.Model):
     http_status = models.PositiveSmallIntegerField(_("HTTP 상태"), null=True, blank=True)
     request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
     # What the client called its request (X-Request-ID), as it sent it: never our id, may repeat.
-    client_request_id = models.CharField(_("클라이언트 요청 ID"), max_length=128, blank=True)
+    # Nullable so that adding it rewrote no table: SQLite rebuilds a table to add a NOT NULL
+    # column, and the rebuild would drop the append-only trigger with the old table.
+    client_request_id = models.CharField(  # noqa: DJ001
+        _("클라이언트 요청 ID"), max_length=128, null=True, blank=True
+    )
     rpc_method = models.CharField(_("JSON-RPC 메서드"), max_length=64, blank=True)
     tool = models.CharField(_("도구"), max_length=128, blank=True)
     stakeholder_id = models.CharField(_("관계자 ID"), max_length=16, blank=True)

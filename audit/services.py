@@ -279,7 +279,6 @@ def audit_change(*, action: str, actor, target: str, before: dict | None, after:
 
 _BLANK_TEXT = (
     "request_id",
-    "client_request_id",
     "rpc_method",
     "tool",
     "stakeholder_id",

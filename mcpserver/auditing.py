@@ -54,7 +54,7 @@ def event_values(record: RequestRecord) -> dict:
         "outcome": outcome,
         "http_status": record.status or None,
         "request_id": record.request_id,
-        "client_request_id": record.client_request_id,
+        "client_request_id": record.client_request_id or None,
         "rpc_method": _text(record.rpc_method)[:64],
         "tool": _text(record.tool)[:128],
         "stakeholder_id": principal.stakeholder_id if principal else "",
