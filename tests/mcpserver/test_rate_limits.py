@@ -49,10 +49,9 @@ def test_repeated_failed_authentication_from_one_address_is_429(strict_server, w
     ]
     assert statuses[:4] == [401] * 4
     assert statuses[4:] == [429, 429]
-    # Even a valid token from that address waits: brute force gains nothing by mixing in one.
+    # A valid token from that address is served: others' failures never lock it out.
     response = strict_server.post(rpc("tools/list"), world.tokens["KB-P-004"])
-    assert response.status_code == 429
-    assert "retry-after" in response.headers
+    assert response.status_code == 200
 
 
 def test_the_limit_is_shared_across_workers_through_redis(world, tmp_path, redis_url):
