@@ -33,6 +33,7 @@ QUICK_ARGS = {
     "selectai_bench.py": ["--seconds", "1"],
     "broker_bench.py": ["--quick"],
     "delivery_bench.py": ["--quick"],
+    "flood_bench.py": ["--quick"],
     "soak.py": ["--duration", "60"],
 }
 # Always: the /mcp figures include what the audit event costs (ours with and without it).

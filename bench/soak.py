@@ -524,8 +524,10 @@ def main() -> int:
             (half + 5, "restart Redis", soak.restart_redis),
         ]
         tally = asyncio.run(soak.run_load(rate=rate, seconds=args.duration, events=events))
-        created = soak.events_created()
-        delivered = soak.wait_for_delivery(180)
+        load_ended = time.monotonic()
+        backlog_at_end = soak.events_created() - len(soak.sink.ids)
+        delivered = soak.wait_for_delivery(600)
+        drain_seconds = time.monotonic() - load_ended
         created = soak.events_created()
         memory_end = soak.memory()
         chain_ok, chain_message = soak.chain_report()
@@ -566,7 +568,11 @@ def main() -> int:
         f"{second[3] if second else float('nan'):.0f} MiB"
     )
     print(f"audit chain: {'intact' if chain_ok else 'BROKEN'} ({chain_message})")
-    print(f"audit events: {created:,} created, {delivered:,} delivered to the Memory API")
+    print(
+        f"audit events: {created:,} created, {delivered:,} delivered to the Memory API "
+        f"({backlog_at_end:,} still to deliver when the load stopped, delivered within "
+        f"{drain_seconds:.0f}s)"
+    )
 
     if tally.unexpected_5xx:
         failures.append(f"{tally.unexpected_5xx} unexpected 5xx")

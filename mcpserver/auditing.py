@@ -167,15 +167,15 @@ class RequestAuditor:
     async def completed(self, record: RequestRecord) -> None:
         """Returns once the request's event is committed (or counted for a summary); raises if
         it could not be."""
+        if is_unauthenticated_refusal(record) and not await self._admit(record):
+            return  # counted for its window's summary; never announced, so nothing waits for it
         try:
             values = event_values(record)
         except Exception:
-            self.writer.forget()  # no event will follow: do not keep a batch waiting for it
+            if record.announced:
+                self.writer.forget()  # no event will follow: do not keep a batch waiting for it
             raise
-        if is_unauthenticated_refusal(record) and not await self._admit(record):
-            self.writer.forget()
-            return
-        await self.writer.record(values, expected=True)
+        await self.writer.record(values, expected=record.announced)
 
     async def _admit(self, record: RequestRecord) -> bool:
         address = record.client or "unknown"
