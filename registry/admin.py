@@ -9,7 +9,7 @@ from registry.declarations import (
     DeclarationError,
     validate_mcp_server,
 )
-from registry.models import AllowedTool, McpServer
+from registry.models import AllowedTool, McpServer, ToolPin
 from registry.services import server_delete, server_save
 
 # What the form offers: a user's VPD bearer is never among them. The KB VPD server always gets
@@ -127,6 +127,13 @@ class McpServerAdmin(admin.ModelAdmin):
         if obj is None:
             return ()
         return ("server_id", "auth_delivery") if obj.provider == KB_PROVIDER else ("server_id",)
+
+    def get_deleted_objects(self, objs, request):
+        # A server's tool pins go with it (its deletion is audited with its declaration); nobody
+        # deletes a pin on its own, so the pin admin's refusal must not block this.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(ToolPin._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
 
     def delete_model(self, request, obj):
         server_delete(server=obj, actor=request.user)

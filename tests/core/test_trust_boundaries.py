@@ -131,6 +131,30 @@ def test_a_posted_users_bearer_for_a_third_party_server_is_refused(client):
     assert not McpServer.objects.filter(server_id="thirdparty").exists()
 
 
+def test_an_mcp_admin_deletes_a_server_with_its_pins_and_it_is_audited(client, settings):
+    from registry import pinning
+    from registry.declarations import validate_mcp_server
+    from registry.models import ToolPin
+    from registry.services import server_save
+    from tests.registry.conftest import kb_declaration
+    from tests.registry.fault_server import kb_tool
+
+    server, _ = server_save(declaration=validate_mcp_server(kb_declaration("pinned_kb")))
+    pinning.tool_pin_check(
+        server=server, tool_name=kb_tool()["name"], definition=kb_tool(), trust_first_use=True
+    )
+    admin = User.objects.create_user("mcp-admin", password="x-for-tests", is_staff=True)
+    admin.groups.add(Group.objects.get(name="mcp_admins"))
+    client.force_login(admin)
+    url = f"/admin/registry/mcpserver/{server.pk}/delete/"
+    assert client.get(url).status_code == 200
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not McpServer.objects.filter(pk=server.pk).exists()
+    assert not ToolPin.objects.filter(server_id=server.pk).exists()
+    event = AuditEvent.objects.get(action="registry.server_deleted", target="pinned_kb")
+    assert (event.actor, event.changes["after"]) == ("mcp-admin", None)
+
+
 # --- the admin's pages ---------------------------------------------------------------------------
 
 
