@@ -40,7 +40,8 @@ class AuditEvent(models.Model):
     sequence = models.PositiveBigIntegerField(_("순번"))
     occurred_at = models.DateTimeField(_("발생 시각"), db_index=True)
     action = models.CharField(_("동작"), max_length=64)
-    outcome = models.CharField(_("결과"), max_length=32)
+    # Choices, so that the admin's outcome filter lists them instead of scanning the table.
+    outcome = models.CharField(_("결과"), max_length=32, choices=Outcome.choices)
     http_status = models.PositiveSmallIntegerField(_("HTTP 상태"), null=True, blank=True)
     request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
     # What the client called its request (X-Request-ID), as it sent it: never our id, may repeat.
