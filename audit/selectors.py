@@ -53,12 +53,9 @@ def audit_backlog() -> tuple[int, object]:
     from audit.models import ChainHead, DeliveryCursor
 
     queued_to = dict(DeliveryCursor.objects.values_list("source", "queued_sequence"))
-    count, oldest = Delivery.objects.filter(state=Delivery.State.PENDING).count(), None
-    first_pending = (
-        Delivery.objects.filter(state=Delivery.State.PENDING).order_by("sequence").first()
-    )
-    if first_pending is not None:
-        oldest = first_pending.event.occurred_at
+    pending = Delivery.objects.filter(state=Delivery.State.PENDING)
+    count = pending.count()
+    oldest = pending.order_by("sequence").values_list("event__occurred_at", flat=True).first()
     for source, last in ChainHead.objects.values_list("source", "last_sequence"):
         unqueued = last - queued_to.get(source, 0)
         if unqueued <= 0:

@@ -119,16 +119,16 @@ class ConsoleAdmin(admin.ModelAdmin):
         except console.ConsoleError as exc:
             form.add_error(None, str(exc))
             return None
-        kind = ConsoleTurn.Kind.DISCOVER if request.POST.get("action") == "discover" else None
-        if kind is None and not data["prompt"].strip():
+        discover = request.POST.get("action") == "discover"
+        if not discover and not data["prompt"].strip():
             form.add_error("prompt", _("질문을 입력하세요."))
             return None
         return console.console_run(
             user=request.user,
-            kind=kind or ConsoleTurn.Kind.CALL,
+            kind=ConsoleTurn.Kind.DISCOVER if discover else ConsoleTurn.Kind.CALL,
             server=data["server"],
             token=token,
-            prompt="" if kind else data["prompt"],
+            prompt="" if discover else data["prompt"],
             limit=data["limit"],
         )
 

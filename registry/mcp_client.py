@@ -659,9 +659,7 @@ class McpHttpSession:
             # the connection, the headers and every byte of the body; httpx's own timeouts are
             # per read, and a server dripping a byte a second would never trip them.
             return anyio.run(self._exchange, message, body, headers, context, expect_answer)
-        except TimeoutError:
-            raise McpTimeout("no answer in time", **context) from None
-        except httpx.TimeoutException:
+        except (TimeoutError, httpx.TimeoutException):  # our deadline, or httpx's per read
             raise McpTimeout("no answer in time", **context) from None
         except httpx.TransportError as exc:
             raise ConnectionFailed(
@@ -691,12 +689,12 @@ class McpHttpSession:
                 kind = _content_type(response)
                 if kind == "application/json":
                     payload = _parse_json(await _read_body(response, context), context)
-                    return self._answer_of(payload, message["id"], context)
+                    return self._redacted_answer(payload, message["id"], context)
                 if kind == "text/event-stream":
                     return await self._answer_from_stream(client, response, message["id"], context)
                 raise MalformedResponse("unexpected content type", **context)
 
-    def _answer_of(self, payload: object, rpc_id: int, context: dict) -> dict:
+    def _redacted_answer(self, payload: object, rpc_id: int, context: dict) -> dict:
         """The answer with every echo of a secret taken out before anything reads it."""
         try:
             payload = redact_secrets(payload, known=(self._bearer,) if self._bearer else ())
@@ -759,7 +757,7 @@ class McpHttpSession:
                         and payload.get("id") == rpc_id
                         and ("result" in payload or "error" in payload)
                     ):
-                        return self._answer_of(payload, rpc_id, context)
+                        return self._redacted_answer(payload, rpc_id, context)
                     # Notifications and server requests are not for this call: this client
                     # declares no capabilities that would let a server expect an answer.
             finally:
