@@ -103,11 +103,9 @@ class RefusalBudget:
     counted: dict[str, Counter] = field(default_factory=dict)  # address -> (status reason) -> n
 
     def admit(self, address: str, now: float) -> bool:
-        """True: record this refusal as its own event. False: it was counted for a summary."""
+        """True: record this refusal as its own event. False: count it for a summary."""
         if self.window_start is None:
             self.window_start = now  # a window begins with its first refusal
-        elif self.ended(now):
-            raise WindowEnded
         if self.recorded[address] < self.limit:
             self.recorded[address] += 1
             return True
@@ -120,10 +118,6 @@ class RefusalBudget:
         if address not in self.counted and len(self.counted) >= MAX_TRACKED_ADDRESSES:
             address = "*"
         self.counted.setdefault(address, Counter())[key] += 1
-
-
-class WindowEnded(Exception):
-    """The budget's window is over: summarise it and start the next one."""
 
 
 def summary_event_values(address: str, counts: Counter, start: float, end: float) -> dict:
@@ -154,6 +148,7 @@ class RequestAuditor:
             limit=settings.AUDIT_REFUSALS_PER_ADDRESS,
             window_seconds=settings.AUDIT_REFUSAL_WINDOW_SECONDS,
         )
+        self._unwritten: list[dict] = []  # summaries of ended windows not yet committed
 
     def started(self) -> None:
         self.writer.expect()
@@ -179,11 +174,10 @@ class RequestAuditor:
 
     async def _admit(self, record: RequestRecord) -> bool:
         address = record.client or "unknown"
-        try:
-            admitted = self.budget.admit(address, time.time())
-        except WindowEnded:
+        now = time.time()
+        if self.budget.ended(now):
             await self.flush(final=False)
-            admitted = self.budget.admit(address, time.time())  # the first of a new window
+        admitted = self.budget.admit(address, now)
         if not admitted:
             self.budget.count(address, f"{record.status} {record.reason or record.outcome}")
         return admitted
@@ -193,12 +187,17 @@ class RequestAuditor:
         `final`), and start the next window. Returns how many summaries were written."""
         now = time.time()
         budget = self.budget
-        if budget.window_start is None or not (final or budget.ended(now)):
-            return 0
-        self.budget = RefusalBudget(limit=budget.limit, window_seconds=budget.window_seconds)
-        end = min(now, budget.window_start + budget.window_seconds)
-        for address, counts in budget.counted.items():
-            await self.writer.record(
+        if budget.window_start is not None and (final or budget.ended(now)):
+            self.budget = RefusalBudget(limit=budget.limit, window_seconds=budget.window_seconds)
+            end = min(now, budget.window_start + budget.window_seconds)
+            self._unwritten += [
                 summary_event_values(address, counts, budget.window_start, end)
-            )
-        return len(budget.counted)
+                for address, counts in budget.counted.items()
+            ]
+        written = 0
+        while self._unwritten:
+            # Taken off the list only once committed: a failed write is tried again next time.
+            await self.writer.record(self._unwritten[0])
+            self._unwritten.pop(0)
+            written += 1
+        return written

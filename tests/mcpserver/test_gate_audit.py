@@ -80,3 +80,42 @@ def test_when_the_event_cannot_be_written_the_request_is_not_answered():
     assert status == 503  # not the 401 the request would have had
     assert b"www-authenticate" not in headers
     assert body["error"]["message"] == "audit unavailable; not answered"
+
+
+def test_a_refusal_summary_that_could_not_be_written_is_written_next_time(settings):
+    from mcpserver.auditing import RequestAuditor
+    from mcpserver.gate import RequestRecord
+
+    settings.AUDIT_REFUSALS_PER_ADDRESS = 1
+    settings.AUDIT_REFUSAL_WINDOW_SECONDS = 60
+
+    class Writer:
+        def __init__(self):
+            self.down, self.events = True, []
+
+        async def record(self, values, *, expected=False):
+            if self.down:
+                raise RuntimeError("the audit database is unavailable")
+            self.events.append(values)
+
+    writer = Writer()
+    auditor = RequestAuditor(writer)
+
+    async def scenario():
+        for _ in range(3):  # one recorded alone (it fails too), two counted
+            record = RequestRecord(request_id="r" * 32, started=0.0, client="198.51.100.7")
+            record.outcome, record.reason, record.status = "unauthenticated", "unknown", 401
+            try:
+                await auditor.completed(record)
+            except RuntimeError:
+                pass
+        try:
+            await auditor.flush(final=True)
+        except RuntimeError:
+            pass
+        writer.down = False
+        return await auditor.flush(final=False)
+
+    assert anyio.run(scenario) == 1
+    (summary,) = writer.events
+    assert summary["changes"]["counts"] == {"401 unknown": 2}
