@@ -1,7 +1,5 @@
 """Development and the one-command demo: secrets are generated once into var/ (mode 0600)."""
 
-from pathlib import Path
-
 from .base import *  # noqa: F403
 from .base import THIS_SERVER_URL, VAR_DIR
 from .env import env_bool, local_secret
@@ -17,8 +15,3 @@ TOKEN_FINGERPRINT_KEY = local_secret("TOKEN_FINGERPRINT_KEY", VAR_DIR)
 
 # The demo's discovery console talks to this server's own /mcp unless told otherwise.
 KB_MCP_BASE_URL = KB_MCP_BASE_URL or THIS_SERVER_URL  # noqa: F405
-
-# The file-system broker (used when no Redis is configured) needs its folders to exist.
-for _key in ("data_folder_in", "processed_folder"):
-    if CELERY_BROKER_TRANSPORT_OPTIONS.get(_key):  # noqa: F405
-        Path(CELERY_BROKER_TRANSPORT_OPTIONS[_key]).mkdir(parents=True, exist_ok=True)  # noqa: F405
