@@ -20,8 +20,10 @@ from django.utils import timezone
 
 from audit import memory_api
 from audit.models import (
+    AuditCheckpoint,
     AuditEvent,
     ChainHead,
+    CheckpointDelivery,
     Delivery,
     DeliveryAlarm,
     DeliveryCursor,
@@ -40,6 +42,7 @@ class DeliveryReport:
     delivered: int = 0
     rejected: int = 0
     retried: int = 0
+    checkpoints_delivered: int = 0
     alarms: list[str] = field(default_factory=list)
     skipped: str = ""
 
@@ -133,7 +136,48 @@ def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
                 break
             if _send(events, client=client, base_url=base_url, token=token, report=report):
                 sink_answered()
+        if not report.skipped and sink_wait_seconds() == 0:
+            _send_checkpoints(client=client, base_url=base_url, token=token, report=report)
     return report
+
+
+def _send_checkpoints(*, client, base_url, token, report: DeliveryReport) -> None:
+    """Post the signed checkpoints not delivered yet (few: one a minute or so), oldest first.
+    Posting one twice is harmless: its id is fixed, the receiver keeps the first copy."""
+    pending = list(
+        AuditCheckpoint.objects.filter(delivery__state=Delivery.State.PENDING).order_by(
+            "source", "number"
+        )[: settings.EGS2_MEMORY_API_BATCH_SIZE]
+    )
+    if not pending:
+        return
+    result = memory_api.post_memories(
+        [memory_api.memory_for_checkpoint(checkpoint) for checkpoint in pending],
+        base_url=base_url,
+        token=token,
+        timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS,
+        client=client,
+    )
+    now = timezone.now()
+    mine = CheckpointDelivery.objects.filter
+    if result.delivered:
+        mine(checkpoint_id__in=result.delivered).update(
+            state=Delivery.State.DELIVERED, delivered_at=now, last_error=""
+        )
+        report.checkpoints_delivered += len(result.delivered)
+    for checkpoint_id, reason in result.rejected.items():
+        logger.error("audit delivery: the Memory API rejected checkpoint %s", checkpoint_id)
+        mine(checkpoint_id=checkpoint_id).update(
+            state=Delivery.State.REJECTED, last_error=reason[:300]
+        )
+    if result.retry:
+        error = (result.alarm or result.error or "split")[:300]
+        mine(checkpoint_id__in=result.retry).update(attempts=F("attempts") + 1, last_error=error)
+        if result.alarm:
+            _raise_alarm("credential", result.alarm)
+        sink_failed(error=error, retry_after=result.retry_after, now=now)
+    elif result.delivered:
+        sink_answered()
 
 
 def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:

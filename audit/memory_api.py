@@ -1,9 +1,12 @@
 """The egs2 Memory API adapter: everything that knows its request and response shapes lives here.
 
 Contract: POST {base}/v1/memories with a batch of memories; per-item results created / duplicate /
-rejected; whole-request statuses decide between delivered, rejected, alarm and retry.
+rejected; whole-request statuses decide between delivered, rejected, alarm and retry. Audit events
+are memories of kind `audit_event`, signed checkpoints of kind `audit_checkpoint`. GET
+{base}/v1/memories/{id} reads one back, for reconciliation.
 """
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -16,10 +19,16 @@ from core.outbound import UnsafeUrl, checked_url
 
 NAMESPACE = "hyperbook.audit"
 KIND = "audit_event"
+CHECKPOINT_KIND = "audit_checkpoint"
+MAX_READ_BYTES = 1_000_000  # a memory read back is one checkpoint: small
 
 
 class MemoryApiConfigError(ValueError):
     """The Memory API URL or credential is unusable; delivery stays off until it is fixed."""
+
+
+class MemoryApiReadError(RuntimeError):
+    """A memory could not be read back (not a 404: the API failed or answered nonsense)."""
 
 
 @dataclass
@@ -54,11 +63,49 @@ def memory_for(event) -> dict:
     }
 
 
+def memory_for_checkpoint(checkpoint) -> dict:
+    """A signed checkpoint as a memory: `sequence` and `hash` are the chain head it signs,
+    `prev_hash` the head the previous checkpoint signed; the signed note is the proof."""
+    return {
+        "id": str(checkpoint.id),
+        "namespace": NAMESPACE,
+        "kind": CHECKPOINT_KIND,
+        "occurred_at": occurred_at_text(checkpoint.created_at),
+        "source": checkpoint.source,
+        "sequence": checkpoint.sequence,
+        "prev_hash": checkpoint.prev_hash,
+        "hash": checkpoint.hash,
+        "content": {
+            "number": checkpoint.number,
+            "origin": checkpoint.origin,
+            "key_id": checkpoint.key_id,
+            "note": checkpoint.note,
+        },
+    }
+
+
 def post_batch(
     events: list, *, base_url: str, token: str, timeout: float, client: httpx.Client | None = None
 ) -> BatchResult:
-    ids = [str(event.id) for event in events]
-    body = {"memories": [memory_for(event) for event in events]}
+    return post_memories(
+        [memory_for(event) for event in events],
+        base_url=base_url,
+        token=token,
+        timeout=timeout,
+        client=client,
+    )
+
+
+def post_memories(
+    memories: list[dict],
+    *,
+    base_url: str,
+    token: str,
+    timeout: float,
+    client: httpx.Client | None = None,
+) -> BatchResult:
+    ids = [memory["id"] for memory in memories]
+    body = {"memories": memories}
     headers = {
         "Authorization": f"Bearer {token}",
         "Content-Type": "application/json",
@@ -76,6 +123,34 @@ def post_batch(
         if own_client:
             client.close()
     return interpret_response(ids, response)
+
+
+def read_memory(
+    memory_id: str, *, base_url: str, token: str, timeout: float, client: httpx.Client
+) -> dict | None:
+    """The memory as the Memory API stores it, or None when it holds none with that id."""
+    url = f"{checked_base_url(base_url)}/v1/memories/{memory_id}"
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    try:
+        with client.stream("GET", url, headers=headers) as response:
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                raise MemoryApiReadError(f"HTTP {response.status_code} reading memory {memory_id}")
+            body = b""
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > MAX_READ_BYTES:
+                    raise MemoryApiReadError(f"memory {memory_id}: the answer is too large")
+    except httpx.HTTPError as exc:
+        raise MemoryApiReadError(f"transport: {type(exc).__name__}") from None
+    try:
+        memory = json.loads(body)
+    except ValueError:
+        raise MemoryApiReadError(f"memory {memory_id}: the answer is not JSON") from None
+    if not isinstance(memory, dict):
+        raise MemoryApiReadError(f"memory {memory_id}: the answer is not an object")
+    return memory
 
 
 def interpret_response(ids: list[str], response: httpx.Response) -> BatchResult:

@@ -217,3 +217,83 @@ class ChainVerification(models.Model):
 
     def __str__(self) -> str:
         return self.message
+
+
+class AuditCheckpoint(models.Model):
+    """A signed statement of a chain's head: "event #sequence, and everything before it, hashes
+    to `hash`". Its signed note (C2SP signed-note and tlog-checkpoint) is the proof; the other
+    columns repeat what it says, for queries. Append-only, like the events it covers."""
+
+    id = models.UUIDField(primary_key=True, editable=False)  # the Memory API's id for it
+    source = models.CharField(_("출처"), max_length=32)
+    number = models.PositiveBigIntegerField(_("번호"))  # 1, 2, 3… per source, gap-free
+    sequence = models.PositiveBigIntegerField(_("마지막 이벤트 순번"))
+    hash = models.CharField(_("헤드 해시"), max_length=64)
+    prev_hash = models.CharField(_("이전 체크포인트 해시"), max_length=64)
+    origin = models.CharField(_("오리진"), max_length=200)
+    key_id = models.CharField(_("키 ID"), max_length=8)
+    note = models.TextField(_("서명된 체크포인트"))
+    created_at = models.DateTimeField(_("생성 시각"))
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-source", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "number"], name="audit_unique_checkpoint")
+        ]
+        verbose_name = _("서명된 체크포인트")
+        verbose_name_plural = _("서명된 체크포인트")
+
+    def __str__(self) -> str:
+        return f"{self.source} checkpoint {self.number} (#{self.sequence})"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise TypeError("audit checkpoints are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("audit checkpoints are append-only")
+
+
+class CheckpointDelivery(models.Model):
+    """A checkpoint's delivery to the Memory API (kept apart: the checkpoint never changes)."""
+
+    checkpoint = models.OneToOneField(
+        AuditCheckpoint, on_delete=models.PROTECT, primary_key=True, related_name="delivery"
+    )
+    state = models.CharField(
+        _("전달 상태"),
+        max_length=16,
+        choices=Delivery.State.choices,
+        default=Delivery.State.PENDING,
+    )
+    attempts = models.PositiveIntegerField(_("시도 횟수"), default=0)
+    last_error = models.CharField(_("마지막 오류"), max_length=300, blank=True)
+    delivered_at = models.DateTimeField(_("전달 시각"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("체크포인트 전달 상태")
+        verbose_name_plural = _("체크포인트 전달 상태")
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.checkpoint_id}: {self.state}"
+
+
+class SigningKey(models.Model):
+    """Every key that has signed a checkpoint, public half only: old keys stay listed after a
+    rotation, so that the checkpoints they signed can still be checked."""
+
+    key_id = models.CharField(_("키 ID"), max_length=8)
+    name = models.CharField(_("키 이름"), max_length=200)
+    verifier_key = models.CharField(_("검증 키"), max_length=300, unique=True)
+    first_used_at = models.DateTimeField(_("처음 서명"))
+
+    class Meta:
+        ordering = ["-first_used_at"]
+        verbose_name = _("서명 키")
+        verbose_name_plural = _("서명 키")
+
+    def __str__(self) -> str:
+        return self.verifier_key

@@ -1,4 +1,4 @@
-"""Celery tasks for audit delivery: thin wrappers that call audit.delivery."""
+"""Celery tasks for audit delivery and checkpoints: thin wrappers around their services."""
 
 import logging
 import time
@@ -6,6 +6,7 @@ import time
 from celery import shared_task
 from django.conf import settings
 
+from audit.checkpoints import checkpoint_create_if_due
 from audit.delivery import deliver_pending
 
 logger = logging.getLogger("hyperbook.audit")
@@ -40,3 +41,36 @@ def request_delivery() -> None:
         deliver_pending_events.delay()
     except Exception as exc:  # the broker being down must not fail the audited request
         logger.warning("audit: could not queue delivery (%s); the sweep will", type(exc).__name__)
+
+
+@shared_task(
+    name="audit.checkpoint",
+    ignore_result=True,
+    soft_time_limit=30,
+    time_limit=60,
+)
+def create_checkpoint() -> int | None:
+    """Sign the chain's head when a checkpoint is due; have it delivered at once."""
+    checkpoint = checkpoint_create_if_due()
+    if checkpoint is None:
+        return None
+    if settings.EGS2_MEMORY_API_URL:
+        deliver_pending_events.delay()
+    return checkpoint.number
+
+
+_checkpoint_requested_at_sequence = 0
+
+
+def request_checkpoint_after(last_sequence: int) -> None:
+    """Events up to `last_sequence` are committed: when this process has seen another
+    AUDIT_CHECKPOINT_EVERY of them, ask a worker for a checkpoint (the worker decides whether
+    one is due; the periodic run covers the time limit and a lost message)."""
+    global _checkpoint_requested_at_sequence
+    if last_sequence - _checkpoint_requested_at_sequence < settings.AUDIT_CHECKPOINT_EVERY:
+        return
+    _checkpoint_requested_at_sequence = last_sequence
+    try:
+        create_checkpoint.delay()
+    except Exception as exc:  # the broker being down must not fail the audited request
+        logger.warning("audit: could not ask for a checkpoint (%s)", type(exc).__name__)

@@ -245,10 +245,25 @@ AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = env_int("AUDIT_DELIVERY_MAX_BACKOFF_SECONDS
 AUDIT_BACKLOG_DEGRADED_SECONDS = env_int("AUDIT_BACKLOG_DEGRADED_SECONDS", 300)
 # A claimed batch whose worker died is claimable again after this long.
 AUDIT_DELIVERY_LEASE_SECONDS = env_int("AUDIT_DELIVERY_LEASE_SECONDS", 120)
+# Signed checkpoints over the chain's head (C2SP signed notes, Ed25519): one every
+# AUDIT_CHECKPOINT_EVERY events or AUDIT_CHECKPOINT_SECONDS, whichever comes first, when there are
+# new events. AUDIT_ORIGIN names this deployment's log in them; AUDIT_SIGNING_KEY(_FILE) is the
+# signer key (PRIVATE+KEY+…; generated into var/ locally, required in production);
+# AUDIT_VERIFIER_KEYS lists earlier keys' verifier keys, still trusted after a rotation.
+AUDIT_ORIGIN = env_str("AUDIT_ORIGIN", "hyperbook.local/audit")
+AUDIT_CHECKPOINT_EVERY = max(env_int("AUDIT_CHECKPOINT_EVERY", 1000), 1)
+AUDIT_CHECKPOINT_SECONDS = max(env_int("AUDIT_CHECKPOINT_SECONDS", 60), 1)
+AUDIT_SIGNING_KEY = read_secret("AUDIT_SIGNING_KEY")
+AUDIT_VERIFIER_KEYS = env_list("AUDIT_VERIFIER_KEYS")
 CELERY_BEAT_SCHEDULE = {
     "audit-delivery-sweep": {
         "task": "audit.deliver_pending",
         "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),
+    },
+    # Looks four times a checkpoint interval, so a checkpoint is never much later than due.
+    "audit-checkpoint": {
+        "task": "audit.checkpoint",
+        "schedule": max(1.0, AUDIT_CHECKPOINT_SECONDS / 4),
     },
 }
 

@@ -60,7 +60,7 @@ def required_secret(name: str) -> str:
     return value
 
 
-def local_secret(name: str, var_dir: Path) -> str:
+def local_secret(name: str, var_dir: Path, generate=lambda: secrets.token_urlsafe(48)) -> str:
     """For development: the configured secret, else one generated once into var/ with mode 0600."""
     value = read_secret(name)
     if value:
@@ -72,5 +72,5 @@ def local_secret(name: str, var_dir: Path) -> str:
     except FileExistsError:
         return path.read_text(encoding="utf-8").strip()
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_urlsafe(48))
+        handle.write(generate())
     return path.read_text(encoding="utf-8").strip()

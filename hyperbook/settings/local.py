@@ -1,7 +1,9 @@
 """Development and the one-command demo: secrets are generated once into var/ (mode 0600)."""
 
+from audit.signed_note import Signer
+
 from .base import *  # noqa: F403
-from .base import THIS_SERVER_URL, VAR_DIR
+from .base import AUDIT_ORIGIN, THIS_SERVER_URL, VAR_DIR
 from .env import env_bool, local_secret
 from .files import make_private
 
@@ -12,6 +14,9 @@ make_private(VAR_DIR)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = local_secret("DJANGO_SECRET_KEY", VAR_DIR)
 TOKEN_FINGERPRINT_KEY = local_secret("TOKEN_FINGERPRINT_KEY", VAR_DIR)
+AUDIT_SIGNING_KEY = local_secret(
+    "AUDIT_SIGNING_KEY", VAR_DIR, lambda: Signer.generate(AUDIT_ORIGIN).text()
+)
 
 # The demo's discovery console talks to this server's own /mcp unless told otherwise.
 KB_MCP_BASE_URL = KB_MCP_BASE_URL or THIS_SERVER_URL  # noqa: F405

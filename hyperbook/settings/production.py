@@ -5,6 +5,7 @@ from .env import env_bool, env_int, env_str, required_secret
 
 SECRET_KEY = required_secret("DJANGO_SECRET_KEY")
 TOKEN_FINGERPRINT_KEY = required_secret("TOKEN_FINGERPRINT_KEY")
+AUDIT_SIGNING_KEY = required_secret("AUDIT_SIGNING_KEY")  # see `manage.py audit_verifier_key`
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = True

@@ -17,6 +17,11 @@ else:
 
 SECRET_KEY = "test-only-secret-key-not-for-production-use-0123456789"  # noqa: S105
 TOKEN_FINGERPRINT_KEY = "test-only-fingerprint-key-0123456789abcdef"  # noqa: S105
+# A fixed checkpoint signer, so that every process of a test run (workers, servers) signs alike.
+AUDIT_ORIGIN = "test.hyperbook.invalid/audit"
+AUDIT_SIGNING_KEY = (
+    "PRIVATE+KEY+test.hyperbook.invalid/audit+35d94097+AV0e0xmUH77Ifg1BQLxwlcNRWts+FCF/uzV6EHcfIzF6"
+)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LANGUAGE_CODE = "ko"
 STORAGES = {

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class MemorySink:
     """Keeps memories by id like the real API (a second delivery is a duplicate).
 
-    `faults` is a list consumed one per request: "down" (drop the connection), "500", "slow",
+    GET /v1/memories/{id} reads a memory back, as stored (plus `stored_at`).
+    `faults` is a list consumed one per POST: "down" (drop the connection), "500", "slow",
     "429", "garbage", "401", "413", "reject_first" (reject the batch's first item), "slow_store"
     (store, then answer late), or None (ok).
     """
@@ -24,6 +25,7 @@ class MemorySink:
         self.rejected: set[str] = set()
         self.raw_bodies: list[bytes] = []
         self.auth_headers: list[str] = []
+        self.reads: list[str] = []  # ids read back (GET /v1/memories/{id})
         self.requests = 0
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -49,6 +51,19 @@ class MemorySink:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
+
+            def do_GET(self):
+                prefix = "/v1/memories/"
+                if not self.path.startswith(prefix):
+                    return self._reply(404, {"error": "not found"})
+                if self.headers.get("Authorization") != f"Bearer {sink.token}":
+                    return self._reply(401, {"error": "bad credential"})
+                with sink.lock:
+                    sink.reads.append(self.path[len(prefix) :])
+                    memory = sink.memories.get(self.path[len(prefix) :])
+                if memory is None:
+                    return self._reply(404, {"error": "no such memory"})
+                return self._reply(200, {**memory, "stored_at": "2026-12-01T00:00:00Z"})
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
