@@ -1,4 +1,5 @@
-"""The auditors' read-only view of the audit log: filters, search by request id, chain status."""
+"""The auditors' read-only view of the audit log: filters, search by request id, chain status,
+the signed checkpoints and the keys that verify them."""
 
 from django.contrib import admin, messages
 from django.core.paginator import Paginator
@@ -8,7 +9,7 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
-from audit.models import AuditEvent, Delivery, DeliveryAlarm
+from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm
 from audit.verification import verify_and_record
 from core.admin import ReadOnlyAdmin
 
@@ -99,9 +100,7 @@ class StakeholderFilter(admin.SimpleListFilter):
     parameter_name = "stakeholder_id"
 
     def lookups(self, request, model_admin):
-        from kb.models import Stakeholder
-
-        return [(s.pk, s.pk) for s in Stakeholder.objects.only("pk")]
+        return [(value, value) for value in selectors.values_seen("stakeholder_id")]
 
     def queryset(self, request, queryset):
         return queryset.filter(stakeholder_id=self.value()) if self.value() else queryset
@@ -112,10 +111,7 @@ class ToolFilter(admin.SimpleListFilter):
     parameter_name = "tool"
 
     def lookups(self, request, model_admin):
-        from registry.models import AllowedTool
-
-        names = sorted(set(AllowedTool.objects.values_list("tool_name", flat=True)))
-        return [(name, name) for name in names]
+        return [(value, value) for value in selectors.values_seen("tool")]
 
     def queryset(self, request, queryset):
         return queryset.filter(tool=self.value()) if self.value() else queryset
@@ -188,6 +184,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
             **(extra_context or {}),
             "chain_status": selectors.chain_status(),
             "open_alarms": list(selectors.open_alarms()[:5]),
+            "latest_checkpoint": selectors.latest_checkpoint(),
         }
         return super().changelist_view(request, extra_context)
 
@@ -209,3 +206,33 @@ class AuditEventAdmin(ReadOnlyAdmin):
 @admin.register(DeliveryAlarm)
 class DeliveryAlarmAdmin(ReadOnlyAdmin):
     list_display = ("raised_at", "kind", "message", "cleared_at")
+
+
+@admin.register(AuditCheckpoint)
+class AuditCheckpointAdmin(ReadOnlyAdmin):
+    list_display = ("number", "sequence", "created_at", "key_id", "delivery_state")
+    list_select_related = ("delivery",)
+    ordering = ("-number",)
+    readonly_fields = (
+        "number",
+        "source",
+        "origin",
+        "sequence",
+        "hash",
+        "prev_hash",
+        "key_id",
+        "created_at",
+        "delivery_state",
+        "note",
+    )
+    fields = readonly_fields
+    change_list_template = "admin/audit/auditcheckpoint/change_list.html"
+
+    @admin.display(description=_("전달 상태"))
+    def delivery_state(self, obj):
+        delivery = getattr(obj, "delivery", None)
+        return delivery.get_state_display() if delivery else "-"
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "signing_keys": selectors.signing_keys()}
+        return super().changelist_view(request, extra_context)

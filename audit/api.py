@@ -1,11 +1,15 @@
-"""Read-only audit API for SIEM pulls: filters named after the fields, cursor pagination."""
+"""Read-only audit API for SIEM pulls: filters named after the fields, cursor pagination; the
+signed checkpoints and the keys that verify them."""
 
 import django_filters
 from rest_framework import permissions, serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from audit import selectors
-from audit.models import AuditEvent, Delivery
+from audit.models import AuditCheckpoint, AuditEvent, Delivery
 from core.groups import AUDITORS, MCP_ADMINS
 
 
@@ -79,3 +83,71 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return selectors.audit_events_visible()
+
+
+class AuditCheckpointSerializer(serializers.ModelSerializer):
+    delivery_state = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AuditCheckpoint
+        fields = [
+            "number",
+            "source",
+            "origin",
+            "sequence",
+            "hash",
+            "prev_hash",
+            "key_id",
+            "created_at",
+            "note",
+            "delivery_state",
+        ]
+        read_only_fields = fields
+
+    def get_delivery_state(self, checkpoint) -> str:
+        delivery = getattr(checkpoint, "delivery", None)
+        return delivery.state if delivery else Delivery.State.PENDING
+
+
+class AuditCheckpointCursor(CursorPagination):
+    ordering = "-number"
+    page_size = 100
+
+
+class AuditCheckpointViewSet(viewsets.ReadOnlyModelViewSet):
+    """Signed checkpoints, newest first; `latest/` is the newest one alone."""
+
+    serializer_class = AuditCheckpointSerializer
+    permission_classes = [AuditorsAndAdmins]
+    pagination_class = AuditCheckpointCursor
+    lookup_field = "number"
+    filterset_fields = ["source"]
+
+    def get_queryset(self):
+        return AuditCheckpoint.objects.select_related("delivery")
+
+    @action(detail=False)
+    def latest(self, request):
+        checkpoint = selectors.latest_checkpoint(request.query_params.get("source", "hyperbook"))
+        if checkpoint is None:
+            return Response({"detail": "no checkpoint has been signed yet"}, status=404)
+        return Response(self.get_serializer(checkpoint).data)
+
+
+class VerifierKeySerializer(serializers.Serializer):
+    verifier_key = serializers.CharField()
+    key_id = serializers.CharField()
+    name = serializers.CharField()
+    first_used_at = serializers.DateTimeField(allow_null=True)
+    current = serializers.BooleanField()
+    trusted = serializers.BooleanField()
+
+
+class VerifierKeysView(APIView):
+    """Every key that has signed checkpoints (public halves), for `python -m audit.verify`."""
+
+    permission_classes = [AuditorsAndAdmins]
+    serializer_class = VerifierKeySerializer
+
+    def get(self, request):
+        return Response(VerifierKeySerializer(selectors.signing_keys(), many=True).data)

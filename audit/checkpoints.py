@@ -131,12 +131,3 @@ def opened_checkpoint(checkpoint: AuditCheckpoint, verifiers: list[Verifier]) ->
     ):
         raise NoteError("its columns do not say what its signed note says")
     return signed
-
-
-def latest_checkpoint(source: str = SOURCE) -> AuditCheckpoint | None:
-    return (
-        AuditCheckpoint.objects.filter(source=source)
-        .select_related("delivery")
-        .order_by("-number")
-        .first()
-    )

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -38,6 +39,17 @@ def chain_status() -> ChainVerification | None:
     return ChainVerification.objects.order_by("-checked_at").first()
 
 
+def latest_checkpoint(source: str = "hyperbook"):
+    from audit.models import AuditCheckpoint
+
+    return (
+        AuditCheckpoint.objects.filter(source=source)
+        .select_related("delivery")
+        .order_by("-number")
+        .first()
+    )
+
+
 def open_alarms():
     return DeliveryAlarm.objects.filter(cleared_at__isnull=True)
 
@@ -69,3 +81,60 @@ def audit_backlog() -> tuple[int, object]:
         if first is not None and (oldest is None or first < oldest):
             oldest = first
     return count, oldest
+
+
+def signing_keys() -> list[dict]:
+    """Every key that has signed a checkpoint (public halves), newest first, with whether it is
+    the current signer's and whether this deployment still trusts it (AUDIT_VERIFIER_KEYS)."""
+    from audit.checkpoints import configured_verifiers
+    from audit.models import SigningKey
+
+    trusted = [verifier.text() for verifier in configured_verifiers()]
+    listed = [
+        {
+            "verifier_key": key.verifier_key,
+            "key_id": key.key_id,
+            "name": key.name,
+            "first_used_at": key.first_used_at,
+        }
+        for key in SigningKey.objects.all()
+    ]
+    if trusted[0] not in {key["verifier_key"] for key in listed}:  # no checkpoint signed yet
+        current = trusted[0]
+        listed.insert(
+            0,
+            {
+                "verifier_key": current,
+                "key_id": current.split("+")[1],
+                "name": current.split("+")[0],
+                "first_used_at": None,
+            },
+        )
+    for key in listed:
+        key["current"] = key["verifier_key"] == trusted[0]
+        key["trusted"] = key["verifier_key"] in trusted
+    return listed
+
+
+# Columns whose distinct values the auditors' filters list; each leads an index.
+_LISTED_COLUMNS = {"stakeholder_id", "tool"}
+
+
+def values_seen(column: str, *, limit: int = 200) -> list[str]:
+    """The distinct non-blank values of `column` among all events, in order: what the events say,
+    so a deleted stakeholder's or a removed tool's events stay findable. A loose index scan, one
+    index seek per value (a plain DISTINCT would read the whole index on every page view)."""
+    if column not in _LISTED_COLUMNS:
+        raise ValueError(f"not a listed column: {column}")
+    table, column = (connection.ops.quote_name(n) for n in (AuditEvent._meta.db_table, column))
+    # Quoted names from the fixed set above; the limit is a parameter.
+    sql = (
+        f"WITH RECURSIVE seen(value) AS ("  # noqa: S608
+        f"SELECT MIN({column}) FROM {table} WHERE {column} > '' "
+        f"UNION ALL SELECT (SELECT MIN({column}) FROM {table} WHERE {column} > seen.value) "
+        f"FROM seen WHERE seen.value IS NOT NULL) "
+        f"SELECT value FROM seen WHERE value IS NOT NULL LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [limit])
+        return [value for (value,) in cursor.fetchall()]

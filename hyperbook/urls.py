@@ -3,15 +3,22 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from audit.api import AuditEventViewSet, AuditorsAndAdmins
+from audit.api import (
+    AuditCheckpointViewSet,
+    AuditEventViewSet,
+    AuditorsAndAdmins,
+    VerifierKeysView,
+)
 from core.views import healthz
 
 router = DefaultRouter()
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
+router.register("audit-checkpoints", AuditCheckpointViewSet, basename="audit-checkpoint")
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/audit-verifier-keys/", VerifierKeysView.as_view(), name="audit-verifier-keys"),
     path("api/", include(router.urls)),
     path(
         "api/schema/",
