@@ -74,11 +74,24 @@ def log(message: str) -> None:
 # --- the Memory API stand-in ---------------------------------------------------------------------
 
 
+def signer_key(name: str) -> str:
+    """A fresh checkpoint signer key, made by the project's own code (in the venv)."""
+    code = (
+        "import sys; from audit.signed_note import Signer;"
+        "print(Signer.generate(sys.argv[1]).text())"
+    )
+    made = subprocess.run(
+        [PYTHON, "-c", code, name], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return made.stdout.strip()
+
+
 class Sink:
     """Keeps memories by id, as the real API does (a second delivery is a duplicate)."""
 
     def __init__(self):
-        self.ids: set[str] = set()
+        self.ids: set[str] = set()  # audit events
+        self.others: set[str] = set()  # signed checkpoints
         self.lock = threading.Lock()
         sink = self
 
@@ -94,8 +107,10 @@ class Sink:
                 with sink.lock:
                     results = []
                     for memory in memories:
-                        status = "duplicate" if memory["id"] in sink.ids else "created"
-                        sink.ids.add(memory["id"])
+                        # Audit events counted apart from the signed checkpoints.
+                        kept = sink.ids if memory.get("kind") == "audit_event" else sink.others
+                        status = "duplicate" if memory["id"] in kept else "created"
+                        kept.add(memory["id"])
                         results.append({"id": memory["id"], "status": status})
                 return self._reply(200, {"results": results})
 
@@ -235,6 +250,8 @@ class Soak:
             "DJANGO_SETTINGS_MODULE": "hyperbook.settings.production",
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(48),
             "TOKEN_FINGERPRINT_KEY": secrets.token_urlsafe(48),  # the same on every host
+            "AUDIT_ORIGIN": "kb.soak.test/audit",
+            "AUDIT_SIGNING_KEY": signer_key("kb.soak.test/audit"),
             "DATABASE_URL": self.app_url,
             "REDIS_URL": self.redis.url,
             "CELERY_BROKER_URL": "",

@@ -1,11 +1,17 @@
 """Production: every secret must come from the environment (or a *_FILE); nothing is generated."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .base import *  # noqa: F403
 from .env import env_bool, env_int, env_str, required_secret
 
 SECRET_KEY = required_secret("DJANGO_SECRET_KEY")
 TOKEN_FINGERPRINT_KEY = required_secret("TOKEN_FINGERPRINT_KEY")
 AUDIT_SIGNING_KEY = required_secret("AUDIT_SIGNING_KEY")  # see `manage.py audit_verifier_key`
+# The log's name in its signed checkpoints: one per deployment, never a shared default.
+AUDIT_ORIGIN = env_str("AUDIT_ORIGIN")
+if not AUDIT_ORIGIN:
+    raise ImproperlyConfigured("AUDIT_ORIGIN must be set in production (e.g. kb.example.com/audit)")
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = True

@@ -32,6 +32,11 @@ class MemorySink:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    def of_kind(self, kind: str = "audit_event") -> dict[str, dict]:
+        """The memories of one kind (audit events, or signed checkpoints), by id."""
+        with self.lock:
+            return {i: m for i, m in self.memories.items() if m.get("kind") == kind}
+
     def __enter__(self):
         self.thread.start()
         return self

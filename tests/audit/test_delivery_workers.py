@@ -10,16 +10,15 @@ from datetime import timedelta
 
 import httpx
 import pytest
-import redis
 from django.db import connection
 from django.utils import timezone
 
 from audit.delivery import deliveries_queue_new
 from audit.models import AuditEvent, Delivery
 from audit.selectors import with_delivery_state
-from conftest import service_missing
 from kb.models import Stakeholder
 from registry.services import delegation_issue, delegation_register
+from tests.audit.conftest import BROKER
 from tests.audit.memory_sink import MemorySink
 from tests.live import ROOT, database_url_for_servers, live_server
 from tests.mcpserver.conftest import MCP_HEADERS, call, rpc
@@ -28,19 +27,6 @@ pytestmark = [pytest.mark.db, pytest.mark.slow]
 
 SERVICE_TOKEN = "svc-credential-for-tests-0123456789"
 CANARY = "CANARYaudit4Hq8Zm2Xw6Pv9Lt3Rb7Nc5Kd1"
-BROKER = "redis://127.0.0.1:6379/14"
-
-
-@pytest.fixture
-def broker():
-    client = redis.Redis.from_url(BROKER, socket_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError:
-        service_missing("Redis is not reachable on 127.0.0.1:6379")
-    client.flushdb()
-    yield client
-    client.flushdb()
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +195,10 @@ def test_every_request_reaches_the_memory_api_once_in_effect_despite_faults(
     assert delivered | rejected == set(deliveries)
     # The receiver holds exactly the delivered events: none missing, none under two ids.
     # (Events left pending by earlier tests in the same database may arrive too.)
-    received_now = {i for i, memory in sink.memories.items() if memory["sequence"] > before}
+    events = sink.of_kind("audit_event")  # the worker delivers signed checkpoints too
+    received_now = {i for i, memory in events.items() if memory["sequence"] > before}
     assert received_now == delivered
-    sequences = Counter(memory["sequence"] for memory in sink.memories.values())
+    sequences = Counter(memory["sequence"] for memory in events.values())
     assert max(sequences.values()) == 1
     for request_id in request_ids:
         event = request_events[request_id]
@@ -251,6 +238,7 @@ def test_a_worker_killed_mid_batch_loses_nothing(tokens, broker, tmp_path, djang
         mine = Delivery.objects.filter(sequence__gt=before)
         assert set(mine.values_list("state", flat=True)) == {"delivered"}
         event_ids = {str(i) for i in mine.values_list("event_id", flat=True)}
-    received_now = {i for i, memory in sink.memories.items() if memory["sequence"] > before}
+    events = sink.of_kind("audit_event")
+    received_now = {i for i, memory in events.items() if memory["sequence"] > before}
     assert received_now == event_ids
-    assert len({m["sequence"] for m in sink.memories.values()}) == len(sink.memories)
+    assert len({m["sequence"] for m in events.values()}) == len(events)

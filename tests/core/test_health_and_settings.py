@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from audit.signed_note import Signer
+
 pytestmark = pytest.mark.django_db
 
 
@@ -70,7 +72,9 @@ def run_settings(module: str, env: dict) -> subprocess.CompletedProcess:
         "import django; django.setup(); from django.conf import settings;"
         "print(len(settings.SECRET_KEY))"
     )
-    clean_env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TOKEN_"))}
+    clean_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TOKEN_", "AUDIT_"))
+    }
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**clean_env, "DJANGO_SETTINGS_MODULE": module, **env},
@@ -90,15 +94,23 @@ def test_production_settings_fail_loudly_without_secrets(tmp_path):
 def test_production_settings_read_secrets_from_files(tmp_path):
     (tmp_path / "sk").write_text("s" * 50)
     (tmp_path / "fk").write_text("f" * 50)
-    result = run_settings(
-        "hyperbook.settings.production",
-        {
-            "DJANGO_SECRET_KEY_FILE": str(tmp_path / "sk"),
-            "TOKEN_FINGERPRINT_KEY_FILE": str(tmp_path / "fk"),
-        },
-    )
+    (tmp_path / "ak").write_text(Signer.generate("kb.example.com/audit").text())
+    env = {
+        "DJANGO_SECRET_KEY_FILE": str(tmp_path / "sk"),
+        "TOKEN_FINGERPRINT_KEY_FILE": str(tmp_path / "fk"),
+        "AUDIT_SIGNING_KEY_FILE": str(tmp_path / "ak"),
+        "AUDIT_ORIGIN": "kb.example.com/audit",
+    }
+    result = run_settings("hyperbook.settings.production", env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "50"
+    # The checkpoint signer key and the log's name are required too.
+    for missing in ("AUDIT_SIGNING_KEY_FILE", "AUDIT_ORIGIN"):
+        result = run_settings(
+            "hyperbook.settings.production", {k: v for k, v in env.items() if k != missing}
+        )
+        assert result.returncode != 0
+        assert missing.removesuffix("_FILE") in result.stderr
 
 
 def test_local_settings_generate_owner_only_secrets_once(tmp_path):
@@ -110,3 +122,6 @@ def test_local_settings_generate_owner_only_secrets_once(tmp_path):
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert secret_file.read_text() != key_file.read_text()
+    signer_file = tmp_path / "audit_signing_key"
+    assert stat.S_IMODE(signer_file.stat().st_mode) == 0o600
+    assert Signer.from_text(signer_file.read_text()).name == "hyperbook.local/audit"

@@ -1,0 +1,19 @@
+import pytest
+import redis
+
+from conftest import service_missing
+
+# A Redis database of its own for the tests that run real Celery workers.
+BROKER = "redis://127.0.0.1:6379/14"
+
+
+@pytest.fixture
+def broker():
+    client = redis.Redis.from_url(BROKER, socket_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError:
+        service_missing("Redis is not reachable on 127.0.0.1:6379")
+    client.flushdb()
+    yield client
+    client.flushdb()
