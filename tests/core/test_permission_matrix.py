@@ -12,7 +12,8 @@ from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.utils import timezone
 
-from audit.models import AuditEvent
+from audit.checkpoints import checkpoint_create_if_due
+from audit.models import AuditCheckpoint, AuditEvent
 from core.api_tokens import api_token_issue
 from kb.models import Branch, Stakeholder
 from registry import pinning
@@ -50,6 +51,9 @@ MATRIX = {
     "audit.view": {S, M, A},
     "audit.change": set(),
     "audit.delete": set(),
+    "checkpoint.view": {S, M, A},
+    "checkpoint.delete": set(),
+    "checkpoint.api": {S, M, A},
     "api_token.view": {S},
     "api_token.revoke": {S},
     "api_token.reassign": set(),
@@ -100,6 +104,7 @@ class World:
         self.auditor = User.objects.create_user("siem", is_staff=True)
         self.api_token, _ = api_token_issue(user=self.auditor, label="siem", expires_at=later())
         self.event = AuditEvent.objects.order_by("-sequence").first()
+        self.checkpoint = checkpoint_create_if_due()
 
     def user(self, role: str) -> User:
         if role == "superuser":
@@ -276,6 +281,12 @@ def audit_delete(browser, world, user):
     return response, not AuditEvent.objects.filter(pk=world.event.pk).exists()
 
 
+def checkpoint_delete(browser, world, user):
+    url = f"/admin/audit/auditcheckpoint/{world.checkpoint.pk}/delete/"
+    response = browser.post(url, {"post": "yes"})
+    return response, not AuditCheckpoint.objects.filter(pk=world.checkpoint.pk).exists()
+
+
 def api_token_revoke(browser, world, user):
     data = {"action": "revoke", "_selected_action": [world.api_token.pk]}
     response = browser.post("/admin/core/apitoken/", data)
@@ -337,6 +348,9 @@ ACTIONS = {
     "audit.view": viewer("/admin/audit/auditevent/"),
     "audit.change": audit_change,
     "audit.delete": audit_delete,
+    "checkpoint.view": viewer("/admin/audit/auditcheckpoint/"),
+    "checkpoint.delete": checkpoint_delete,
+    "checkpoint.api": viewer("/api/audit-checkpoints/latest/"),
     "api_token.view": viewer("/admin/core/apitoken/"),
     "api_token.revoke": api_token_revoke,
     "api_token.reassign": api_token_reassign,
