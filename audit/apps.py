@@ -1,7 +1,23 @@
 from django.apps import AppConfig
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 
 class AuditConfig(AppConfig):
     name = "audit"
     verbose_name = _("감사 로그")
+
+    def ready(self):
+        checks.register(checkpoint_keys_check)
+
+
+def checkpoint_keys_check(app_configs, **kwargs):
+    """A signer key that cannot be read would stop checkpoints silently: say so at start-up."""
+    from audit.checkpoints import configured_verifiers
+
+    try:
+        configured_verifiers()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="audit.E001")]
+    return []

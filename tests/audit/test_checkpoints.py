@@ -288,3 +288,15 @@ def test_a_forged_note_never_opens():
     with pytest.raises(NoteError, match="does not verify"):
         open_checkpoint(forged, [signer.verifier])
     assert json.loads(json.dumps(note)) == note  # plain text, safe in a JSON line
+
+
+def test_a_bad_signer_key_is_reported_at_start_up_without_showing_it(settings):
+    from audit.apps import checkpoint_keys_check
+
+    assert checkpoint_keys_check(None) == []
+    settings.AUDIT_SIGNING_KEY = "PRIVATE+KEY+x+00000000+c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+    errors = checkpoint_keys_check(None)
+    assert [e.id for e in errors] == ["audit.E001"]
+    assert "c2VjcmV0" not in errors[0].msg
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_VERIFIER_KEYS = "", []
+    assert "is not set" in checkpoint_keys_check(None)[0].msg
