@@ -4,7 +4,10 @@ import datetime as dt
 import hashlib
 import json
 
-import orjson
+try:
+    import orjson
+except ImportError:  # the standalone verifier (python -S -m audit.verify) has only the stdlib
+    orjson = None
 
 GENESIS_HASH = "0" * 64
 
@@ -53,16 +56,19 @@ OPTIONAL_HASHED_FIELDS = ("client_request_id",)
 
 
 def canonical_json(values: dict) -> str:
+    """`values` as a database row holds them (UUID, datetime) or as an export carries them (the id
+    and `occurred_at_text` as strings)."""
     data = {name: values.get(name) for name in HASHED_FIELDS}
     for name in OPTIONAL_HASHED_FIELDS:
         if values.get(name):
             data[name] = values[name]
     data["id"] = str(data["id"])
-    data["occurred_at"] = occurred_at_text(data["occurred_at"])
+    if not isinstance(data["occurred_at"], str):
+        data["occurred_at"] = occurred_at_text(data["occurred_at"])
     if data["latency_ms"] is not None:
         # Floats round-trip through databases with different precision; hash a fixed form.
         data["latency_ms"] = f"{float(data['latency_ms']):.3f}"
-    if not data["changes"]:
+    if not data["changes"] and orjson is not None:
         # A request event holds only text, integers, null and lists of text, which orjson writes
         # exactly as the json call below does (tests/audit/test_chain.py checks), five times faster.
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()

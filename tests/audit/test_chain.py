@@ -8,7 +8,8 @@ from django.db import DatabaseError, connection, transaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.chain import HASHED_FIELDS, canonical_json
+import audit.chain
+from audit.chain import HASHED_FIELDS, canonical_json, event_hash, occurred_at_text
 from audit.models import AuditEvent, ChainHead, Delivery
 from audit.services import audit_events_append, audit_record
 from audit.verification import verify_chain
@@ -147,3 +148,38 @@ def test_request_events_hash_the_same_canonical_json_as_the_json_module(values):
     assert canonical_json(values) == json.dumps(
         data, ensure_ascii=False, sort_keys=True, separators=(",", ":")
     )
+
+
+def _row() -> dict:
+    """An event as the database hands it over: a UUID and an aware datetime."""
+    return {
+        **dict.fromkeys(HASHED_FIELDS, ""),
+        "id": uuid.UUID("0190f2a4-1111-7000-8000-000000000001"),
+        "sequence": 7,
+        "occurred_at": datetime.datetime(2026, 6, 30, 21, 34, 56, 789012, tzinfo=KST),
+        "latency_ms": 12.3456,
+        "row_count": None,
+        "masked_columns": ["주민등록번호"],
+        "changes": {"이름": {"전": "홍길동", "후": "김철수"}, "열": [1, 2.5, None]},
+        "client_request_id": "req-1",
+        "prev_hash": "a" * 64,
+    }
+
+
+KST = datetime.timezone(datetime.timedelta(hours=9))
+
+
+@pytest.mark.parametrize("changes", [{}, {"이름": {"후": "김철수"}}], ids=["request", "admin"])
+def test_an_exported_event_hashes_as_its_row(changes):
+    row = {**_row(), "changes": changes}
+    exported = json.loads(json.dumps({**row, "id": str(row["id"])}, default=occurred_at_text))
+    assert exported["occurred_at"] == "2026-06-30T12:34:56.789012Z"
+    assert event_hash(exported) == event_hash(row)
+
+
+@pytest.mark.parametrize("changes", [{}, {"이름": {"후": "김철수"}}], ids=["request", "admin"])
+def test_the_chain_hashes_the_same_without_orjson(monkeypatch, changes):
+    row = {**_row(), "changes": changes}
+    with_orjson = event_hash(row)
+    monkeypatch.setattr(audit.chain, "orjson", None)
+    assert event_hash(row) == with_orjson

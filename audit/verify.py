@@ -1,0 +1,517 @@
+"""Checks an audit export without trusting our database:
+`python -m audit.verify FILE --public-key KEY`.
+
+Standard library, `cryptography` and audit.chain only, so whoever receives an export can run it
+without Django. The file is the JSON Lines export of `manage.py export_audit --format jsonl`:
+a header (not trusted), the events in sequence order, then the signed checkpoints, of which only
+the signed note is trusted. Two passes keep memory bounded whatever the file's size: the first
+reads the checkpoints, the second streams the events keeping one hash.
+"""
+
+import argparse
+import itertools
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from audit.chain import GENESIS_HASH, HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, event_hash
+from audit.signed_note import (
+    Checkpoint,
+    NoteError,
+    Verifier,
+    open_note,
+    parse_checkpoint,
+    split_note,
+)
+
+EXPORT_TYPE = "hyperbook.audit_export"
+EXPORT_VERSION = 1
+EVENT_TYPE = "audit_event"
+CHECKPOINT_TYPE = "audit_checkpoint"
+# Far above any event the application writes; it bounds what one line may cost us.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+EVENT_KEYS = frozenset(("type", "hash", *HASHED_FIELDS, *OPTIONAL_HASHED_FIELDS))
+_REQUIRED_KEYS = frozenset(("hash", *HASHED_FIELDS))
+_HEX_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+class Unverifiable(Exception):
+    """The file or a key cannot be used at all, so nothing was verified (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    ok: bool
+    events: int  # events verified (before the first problem, if any)
+    checkpoints: int  # checkpoints verified
+    message: str
+    first_bad_sequence: int | None = None
+    first_sequence: int | None = None
+    last_sequence: int | None = None
+    origin: str | None = None
+    keys: tuple[str, ...] = ()  # `name+keyid` of each key that verified a checkpoint
+
+    def line(self) -> str:
+        """The one line the command prints."""
+        if self.ok:
+            return _printable(f"ok: {self.message}")
+        return _printable(f"FAILED at #{self.first_bad_sequence}: {self.message}")
+
+
+def load_verifiers(specs: list[str]) -> list[Verifier]:
+    """Verifier keys from `--public-key` values: a key (`name+keyid+base64`), or `@path` to a file
+    of keys, one a line, blank lines and `#` comments skipped. Raises Unverifiable."""
+    verifiers = []
+    for number, spec in enumerate(specs, 1):
+        if spec.startswith("@"):
+            path = spec[1:]
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                raise Unverifiable(f"cannot read the key file {path}: {_reason(error)}") from None
+            found = 0
+            for line_number, line in enumerate(text.splitlines(), 1):
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    verifiers.append(_verifier(line, f"{path} line {line_number}"))
+                    found += 1
+            if not found:
+                raise Unverifiable(f"the key file {path} holds no key")
+        else:
+            # Never echo the value: a private key given here by mistake must not reach a log.
+            verifiers.append(_verifier(spec, f"--public-key #{number}"))
+    if not verifiers:
+        raise Unverifiable("no public key given")
+    return verifiers
+
+
+def _verifier(text: str, where: str) -> Verifier:
+    try:
+        return Verifier.from_text(text)
+    except (NoteError, ValueError) as error:
+        raise Unverifiable(f"{where} is not a verifier key: {error}") from None
+
+
+def verify_export(
+    path: str | Path, verifiers: list[Verifier], origin: str | None = None
+) -> VerifyReport:
+    """Verify the export at `path` against `verifiers`, stopping at the first problem. Raises
+    Unverifiable if the file cannot be read or is not an export at all."""
+    if not verifiers:
+        raise Unverifiable("no public key given")
+    try:
+        with open(path, "rb") as file:
+            run = _Run(verifiers, origin)
+            run.read_header_and_checkpoints(file)
+            file.seek(0)
+            return run.verify_events(file)
+    except OSError as error:
+        raise Unverifiable(f"cannot read {path}: {_reason(error)}") from None
+
+
+class _Failed(Exception):
+    def __init__(self, sequence: int, message: str):
+        super().__init__(message)
+        self.sequence = sequence
+        self.message = message
+
+
+class _BadLine(Exception):
+    pass
+
+
+@dataclass
+class _Entry:
+    """One checkpoint line, opened (or not) in the first pass."""
+
+    label: str
+    size: int | None  # where it stands in the chain: its signed size, or where it claims to be
+    checkpoint: Checkpoint | None = None
+    problem: str | None = None
+    keys: tuple[Verifier, ...] = ()
+
+
+@dataclass
+class _Run:
+    verifiers: list[Verifier]
+    origin: str | None  # what every checkpoint's origin must be, once known
+    header: dict = field(default_factory=dict)
+    entries: list[_Entry] = field(default_factory=list)  # by size
+    unplaced: dict[int, _Entry] = field(default_factory=dict)  # by line, when no size is known
+    events: int = 0
+    checkpoints: int = 0
+    first: int | None = None
+    expected: int | None = None
+    prev_hash: str | None = None
+    next_entry: int = 0
+    keys: dict[str, None] = field(default_factory=dict)
+
+    # First pass.
+
+    def read_header_and_checkpoints(self, file: BinaryIO) -> None:
+        ordinal = 0
+        for number, raw in _lines(file):
+            if number == 1:
+                self._read_header(raw)
+                continue
+            # Only a line holding this word, or an escape that could spell it, can be a checkpoint.
+            if raw is None or (b"audit_checkpoint" not in raw and b"\\u" not in raw):
+                continue
+            try:
+                record = _loads(raw)
+            except _BadLine:
+                continue  # the second pass reports it where it stands
+            if isinstance(record, dict) and record.get("type") == CHECKPOINT_TYPE:
+                ordinal += 1
+                entry = self._open(record, ordinal)
+                if entry.size is None:
+                    self.unplaced[number] = entry
+                else:
+                    self.entries.append(entry)
+        if not self.header:
+            raise Unverifiable("not a hyperbook audit export: the file is empty")
+        if self.origin is None and isinstance(self.header.get("origin"), str):
+            self.origin = self.header["origin"] or None
+        self.entries.sort(key=lambda entry: entry.size)
+
+    def _read_header(self, raw: bytes | None) -> None:
+        try:
+            header = _loads(raw) if raw is not None else None
+        except _BadLine:
+            header = None
+        if not isinstance(header, dict) or header.get("type") != EXPORT_TYPE:
+            raise Unverifiable("not a hyperbook audit export: its first line is not the header")
+        if header.get("version") != EXPORT_VERSION:
+            raise Unverifiable(
+                f"export version {header.get('version')!r} is not supported "
+                f"(this verifier reads version {EXPORT_VERSION})"
+            )
+        self.header = header
+
+    def _open(self, record: dict, ordinal: int) -> _Entry:
+        number = record.get("number")
+        label = f"checkpoint {number if _is_count(number) else ordinal}"
+        note = record.get("note")
+        if not isinstance(note, str):
+            return _Entry(label, _claimed_size(record), problem=f"{label} has no signed note")
+        try:
+            text, signatures = split_note(note)
+            claimed = parse_checkpoint(text)
+        except ValueError as error:  # NoteError, or int() refusing a Unicode digit it accepted
+            return _Entry(
+                label,
+                _claimed_size(record),
+                problem=f"{label} is not a signed checkpoint: {error}",
+            )
+        entry = _Entry(label, claimed.size)
+        try:
+            open_note(note, self.verifiers)
+        except NoteError as error:
+            entry.problem = f"{label}: {error}"
+            return entry
+        known = {(v.name, v.key_id): v for v in self.verifiers}
+        entry.keys = tuple(
+            known[s.name, s.key_id] for s in signatures if (s.name, s.key_id) in known
+        )
+        entry.checkpoint = claimed
+        # The line's other fields are conveniences; a reader may trust them, so they must agree.
+        if record.get("sequence") != claimed.size:
+            entry.problem = (
+                f"{label}'s sequence field ({record.get('sequence')!r}) "
+                f"is not its signed size (#{claimed.size})"
+            )
+        elif record.get("hash") != claimed.root_hash:
+            entry.problem = f"{label}'s hash field is not its signed root hash"
+        return entry
+
+    # Second pass.
+
+    def verify_events(self, file: BinaryIO) -> VerifyReport:
+        try:
+            self._stream(file)
+            self._finish()
+        except _Failed as failure:
+            return VerifyReport(
+                False,
+                self.events,
+                self.checkpoints,
+                failure.message,
+                first_bad_sequence=failure.sequence,
+                first_sequence=self.first,
+                last_sequence=None if self.expected is None else self.expected - 1,
+                origin=self.origin,
+                keys=tuple(self.keys),
+            )
+        last = self.expected - 1
+        keys = ", ".join(self.keys)
+        return VerifyReport(
+            True,
+            self.events,
+            self.checkpoints,
+            f"{self.events} events #{self.first}..#{last}, {self.checkpoints} checkpoints "
+            f"verified (origin {self.origin}; keys {keys})",
+            first_sequence=self.first,
+            last_sequence=last,
+            origin=self.origin,
+            keys=tuple(self.keys),
+        )
+
+    def _here(self) -> int:
+        """The sequence a problem found between events stands at: the next one expected."""
+        if self.expected is not None:
+            return self.expected
+        first = self.header.get("first_sequence")  # only to place a problem before any event
+        return first if _is_count(first) else 1
+
+    def _stream(self, file: BinaryIO) -> None:
+        records = self._records(file)
+        for number, record in records:
+            kind = record.get("type")
+            if kind == EVENT_TYPE:
+                self._event(number, record, records)
+            elif kind == CHECKPOINT_TYPE:
+                entry = self.unplaced.get(number)
+                if entry is not None:
+                    raise _Failed(self._here(), entry.problem)
+            elif kind == EXPORT_TYPE:
+                raise _Failed(self._here(), f"line {number} is a second export header")
+            else:
+                raise _Failed(self._here(), f"line {number} has an unknown type {kind!r}")
+
+    def _records(self, file: BinaryIO) -> Iterator[tuple[int, dict]]:
+        for number, raw in _lines(file):
+            if number == 1:
+                continue
+            if raw is None:
+                raise _Failed(self._here(), f"line {number} is longer than {MAX_LINE_BYTES} bytes")
+            try:
+                record = _loads(raw)
+            except _BadLine as error:
+                if not raw.endswith(b"\n"):
+                    raise _Failed(
+                        self._here(),
+                        f"the file is truncated: its last line (line {number}) is cut short",
+                    ) from None
+                raise _Failed(self._here(), f"line {number} is not valid JSON: {error}") from None
+            if not isinstance(record, dict):
+                raise _Failed(self._here(), f"line {number} is not a JSON object")
+            yield number, record
+
+    def _event(self, number: int, event: dict, records: Iterator[tuple[int, dict]]) -> None:
+        sequence = event.get("sequence")
+        if not _is_count(sequence) or sequence < 1:
+            raise _Failed(self._here(), f"line {number}: an event without a valid sequence")
+        if self.expected is None:
+            self._start(sequence, event)
+        else:
+            if sequence != self.expected:
+                self._out_of_place(sequence, records)
+            self._check_shape(sequence, event)
+            if event["prev_hash"] != self.prev_hash:
+                raise _Failed(sequence, f"event #{sequence} does not link to #{sequence - 1}")
+        try:
+            computed = event_hash(event)
+        except (TypeError, ValueError):  # a value the chain never hashes, such as a lone surrogate
+            computed = None
+        if computed != event["hash"]:
+            raise _Failed(sequence, f"event #{sequence} was altered: its hash does not recompute")
+        while self._entry_at(sequence):
+            self._check_entry(self.entries[self.next_entry], sequence, event["hash"])
+            self.next_entry += 1
+        self.events += 1
+        self.expected, self.prev_hash = sequence + 1, event["hash"]
+
+    def _check_shape(self, sequence: int, event: dict) -> None:
+        problem = _shape_problem(event)
+        if problem:
+            raise _Failed(sequence, f"event #{sequence} is malformed: {problem}")
+
+    def _start(self, first: int, event: dict) -> None:
+        """The first event: the checkpoints before it, then its anchor."""
+        self.first = first
+        anchors = []
+        while self.next_entry < len(self.entries) and self.entries[self.next_entry].size < first:
+            entry = self.entries[self.next_entry]
+            self._check_entry(entry, entry.size, None)
+            if entry.size == first - 1:
+                anchors.append(entry)
+            self.next_entry += 1
+        self._check_shape(first, event)
+        if first == 1:
+            if event["prev_hash"] != GENESIS_HASH:
+                raise _Failed(1, "event #1 does not start the chain: its prev_hash is not genesis")
+            return
+        if not anchors:
+            below = [e.size for e in self.entries[: self.next_entry]]
+            missing = max(below, default=0) + 1
+            raise _Failed(
+                missing,
+                f"missing event #{missing}: the export starts at #{first} "
+                f"and no signed checkpoint covers #{first - 1}",
+            )
+        for entry in anchors:
+            if entry.checkpoint.root_hash != event["prev_hash"]:
+                raise _Failed(first, f"event #{first} does not link to {entry.label}")
+
+    def _out_of_place(self, sequence: int, records: Iterator[tuple[int, dict]]) -> None:
+        expected = self.expected
+        if sequence < expected:
+            raise _Failed(expected, f"event #{sequence} is out of order: #{expected} expected")
+        try:
+            following = next(records, (0, {}))[1]
+        except _Failed:  # the next line is bad too: the first problem is still this one
+            following = {}
+        if following.get("type") == EVENT_TYPE and following.get("sequence") == expected:
+            raise _Failed(expected, f"event #{expected} is out of order: #{sequence} comes first")
+        raise _Failed(expected, f"missing event #{expected} (found #{sequence} in its place)")
+
+    def _entry_at(self, sequence: int) -> bool:
+        return (
+            self.next_entry < len(self.entries) and self.entries[self.next_entry].size == sequence
+        )
+
+    def _check_entry(self, entry: _Entry, at: int, root_hash: str | None) -> None:
+        if entry.problem:
+            raise _Failed(at, entry.problem)
+        checkpoint = entry.checkpoint
+        if self.origin is None:
+            self.origin = checkpoint.origin
+        elif checkpoint.origin != self.origin:
+            raise _Failed(
+                at, f"{entry.label} is for origin {checkpoint.origin!r}, not {self.origin!r}"
+            )
+        if root_hash is not None and checkpoint.root_hash != root_hash:
+            raise _Failed(at, f"event #{at} does not match {entry.label}")
+        self.checkpoints += 1
+        for verifier in entry.keys:
+            self.keys[f"{verifier.name}+{verifier.key_id:08x}"] = None
+
+    def _finish(self) -> None:
+        if self.expected is None:
+            raise _Failed(self._here(), "the export holds no events")
+        last = self.expected - 1
+        beyond = self.entries[self.next_entry :]
+        for entry in beyond:
+            self._check_entry(entry, entry.size, None)
+        if beyond:
+            raise _Failed(
+                last + 1,
+                f"the export is truncated: events from #{last + 1} on are missing "
+                f"({beyond[0].label} covers #{beyond[0].size})",
+            )
+        covered = max((e.size for e in self.entries), default=0)
+        if covered < last:
+            held = "" if self.entries else " (the file holds no checkpoint: was it cut short?)"
+            raise _Failed(
+                covered + 1,
+                f"events from #{covered + 1} on are not covered by a signed checkpoint{held}",
+            )
+
+
+def _lines(file: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes), or None for a line longer than MAX_LINE_BYTES, which is skipped."""
+    for number in itertools.count(1):
+        raw = file.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES:
+            while raw and not raw.endswith(b"\n"):
+                raw = file.readline(1 << 20)
+            yield number, None
+            continue
+        yield number, raw
+
+
+def _reject_constant(name: str) -> None:
+    # NaN and Infinity are not JSON; orjson would hash them as null, the value they could replace.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads(raw: bytes) -> object:
+    try:
+        return _DECODER.decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise _BadLine(str(error).split(":")[0]) from None
+
+
+def _shape_problem(event: dict) -> str | None:
+    """Why the event is not as exports write it: only what its hash covers, in the types hashed.
+    Values the hash would read the same in another type (an id, a latency, a falsy request id)
+    must have the exported type, so that what is shown is what was hashed."""
+    if not EVENT_KEYS.issuperset(event):
+        unknown = sorted(set(event) - EVENT_KEYS)
+        return f"its hash does not cover {', '.join(map(repr, unknown))}"
+    if not _REQUIRED_KEYS.issubset(event):
+        return f"it lacks {', '.join(n for n in (*HASHED_FIELDS, 'hash') if n not in event)}"
+    for name in ("hash", "prev_hash"):
+        if not isinstance(event[name], str) or not _HEX_HASH.fullmatch(event[name]):
+            return f"its {name} is not 64 lowercase hex digits"
+    for name in ("id", "occurred_at"):
+        if not isinstance(event[name], str):
+            return f"its {name} is not a string"
+    latency = event["latency_ms"]
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float)):
+        return "its latency_ms is not a number"
+    for name in OPTIONAL_HASHED_FIELDS:
+        if event.get(name) is not None and not isinstance(event[name], str):
+            return f"its {name} is not a string"
+    return None
+
+
+def _claimed_size(record: dict) -> int | None:
+    sequence = record.get("sequence")
+    return sequence if _is_count(sequence) else None
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _printable(text: str) -> str:
+    # Names and origins come from the file: keep its control characters off the terminal.
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _reason(error: Exception) -> str:
+    return getattr(error, "strerror", None) or str(error)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m audit.verify",
+        description="Verify a hyperbook audit export (JSON Lines) against signed checkpoints.",
+    )
+    parser.add_argument("file", help="the export, from manage.py export_audit --format jsonl")
+    parser.add_argument(
+        "--public-key",
+        action="append",
+        required=True,
+        metavar="KEY",
+        help="a verifier key (name+keyid+base64) or @FILE of keys; repeat for rotated keys",
+    )
+    parser.add_argument("--origin", help="the origin every checkpoint must name")
+    args = parser.parse_args(argv)
+    try:
+        report = verify_export(args.file, load_verifiers(args.public_key), origin=args.origin)
+    except Unverifiable as error:
+        print(_printable(f"error: {error}"), file=sys.stderr)
+        return 2
+    except Exception as error:  # a bug of ours: say so in one line, never pass a bad file
+        print(
+            _printable(f"error: could not verify: {type(error).__name__}: {error}"), file=sys.stderr
+        )
+        return 2
+    print(report.line(), file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
