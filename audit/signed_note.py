@@ -17,6 +17,7 @@ SHA-256(name ‖ "\\n" ‖ 0x01 ‖ public key).
 import base64
 import binascii
 import hashlib
+import re
 import struct
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from cryptography.hazmat.primitives.serialization import (
 ED25519 = 0x01  # the signed-note algorithm byte for Ed25519
 SIGNATURE_PREFIX = "\u2014 "  # an em dash and a space start every signature line
 MAX_NOTE_BYTES = 1_000_000
+MAX_SIGNATURES = 100  # as Go's note package
 
 
 class NoteError(ValueError):
@@ -164,7 +166,10 @@ def split_note(note: str) -> tuple[str, list[Signature]]:
     text += "\n"
     _check_text(text)
     signatures = []
-    for line in block[:-1].split("\n"):
+    lines = block[:-1].split("\n")
+    if len(lines) > MAX_SIGNATURES:
+        raise NoteError("a note has too many signatures")
+    for line in lines:
         if not line.startswith(SIGNATURE_PREFIX):
             raise NoteError("a signature line begins with an em dash and a space")
         name, _, encoded = line[len(SIGNATURE_PREFIX) :].rpartition(" ")
@@ -204,7 +209,7 @@ def parse_checkpoint(text: str) -> Checkpoint:
     if len(lines) < 4 or lines[-1] != "":
         raise NoteError("a checkpoint is origin, size and root hash, one per line")
     origin, size, root, *extensions = lines[:-1]
-    if not size.isdigit() or (size != "0" and size.startswith("0")):
+    if not re.fullmatch(r"0|[1-9][0-9]*", size):  # ASCII digits only ("٣".isdigit() is True)
         raise NoteError("a checkpoint's size is a decimal number")
     try:
         root_bytes = base64.b64decode(root, validate=True)

@@ -300,3 +300,11 @@ def test_a_bad_signer_key_is_reported_at_start_up_without_showing_it(settings):
     assert "c2VjcmV0" not in errors[0].msg
     settings.AUDIT_SIGNING_KEY, settings.AUDIT_VERIFIER_KEYS = "", []
     assert "is not set" in checkpoint_keys_check(None)[0].msg
+
+
+@pytest.mark.parametrize("size", ["٣", "²", "03", "-1", " 3"])
+def test_a_checkpoint_size_is_ascii_decimal(size):
+    from audit.signed_note import parse_checkpoint
+
+    with pytest.raises(NoteError):
+        parse_checkpoint(f"example.org/audit\n{size}\n{'A' * 43}=\n")
