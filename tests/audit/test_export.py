@@ -161,3 +161,25 @@ def test_an_export_of_100000_events_streams_in_bounded_memory():
     # Holding the events would take more than the output's size; a chunk of rows is all we hold.
     assert peak < 16 * 1024 * 1024, peak
     assert peak < out.size / 4, (peak, out.size)
+
+
+def test_an_export_proves_itself_to_the_standalone_verifier(tmp_path):
+    from audit.verify import verify_export
+
+    chain_with_checkpoints()
+    audit_record(action="registry.server_created", outcome="changed", changes={"이름": "KB"})
+    for args, first in (((), 1), (("--after-sequence", "33"), 31)):
+        path = tmp_path / "audit.jsonl"
+        with path.open("w") as out:
+            call_command("export_audit", *args, stdout=out, stderr=io.StringIO())
+        report = verify_export(path, [current_signer().verifier])
+        assert report.ok, report.message
+        assert (report.first_sequence, report.last_sequence) == (first, 51)
+    # One changed field in the database's export is caught, at its sequence.
+    lines = path.read_text().splitlines()
+    event = json.loads(lines[5])
+    event["tool"] = "something.else"
+    lines[5] = json.dumps(event, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n")
+    report = verify_export(path, [current_signer().verifier])
+    assert not report.ok and report.first_bad_sequence == event["sequence"]
