@@ -140,7 +140,7 @@ def summary_event_values(address: str, counts: Counter, start: float, end: float
 
 
 class RequestAuditor:
-    """The gate's audit hooks: every request announced at its start, recorded at its end."""
+    """The gate's audit hook: every request recorded at its end."""
 
     def __init__(self, writer: AuditWriter | None = None):
         self.writer = writer or AuditWriter()
@@ -150,12 +150,6 @@ class RequestAuditor:
         )
         self._unwritten: list[dict] = []  # summaries of ended windows not yet committed
 
-    def started(self) -> None:
-        self.writer.expect()
-
-    def abandoned(self) -> None:
-        self.writer.forget()
-
     def close(self) -> None:
         self.writer.close()
 
@@ -163,14 +157,8 @@ class RequestAuditor:
         """Returns once the request's event is committed (or counted for a summary); raises if
         it could not be."""
         if is_unauthenticated_refusal(record) and not await self._admit(record):
-            return  # counted for its window's summary; never announced, so nothing waits for it
-        try:
-            values = event_values(record)
-        except Exception:
-            if record.announced:
-                self.writer.forget()  # no event will follow: do not keep a batch waiting for it
-            raise
-        await self.writer.record(values, expected=record.announced)
+            return  # counted for its window's summary
+        await self.writer.record(event_values(record))
 
     async def _admit(self, record: RequestRecord) -> bool:
         address = record.client or "unknown"

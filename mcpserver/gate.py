@@ -40,7 +40,6 @@ class RequestRecord:
     request_id: str
     started: float
     client_request_id: str = ""
-    announced: bool = False  # to the audit writer, as a request whose event will follow
     client: str = ""
     origin: str | None = None
     user_agent: str = ""
@@ -143,9 +142,6 @@ class McpGate:
                 held.clear()
                 record.outcome, record.reason = "error", "exception"
                 await _reply(send_when_recorded, 500, _rpc_error(-32603, "internal error"))
-        finally:
-            if not finished and record.announced and self.auditor is not None:
-                self.auditor.abandoned()  # cancelled before it answered: no event will follow
 
     async def _finish(self, record: RequestRecord) -> bool:
         record.latency_ms = (time.perf_counter() - record.started) * 1000
@@ -201,11 +197,6 @@ class McpGate:
                 send, record, authentication.failure, self_url, cors, sent=True
             )
         principal = record.principal = authentication.principal
-        if self.auditor is not None:
-            # Announced to the audit writer only now: its group commit waits for announced
-            # requests, and a flood of refused ones must not hold identified requests' batches.
-            self.auditor.started()
-            record.announced = True
         # The bearer is known: its delegation's limit comes before anything else is read.
         retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
         if retry_after:

@@ -5,7 +5,6 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from core.prepared import PreparedValuesQuery
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
@@ -32,27 +31,6 @@ class Authentication:
     failure: str = ""  # unknown, expired, revoked
 
 
-_DELEGATION_FOR_FINGERPRINT = PreparedValuesQuery(
-    lambda fingerprint: (
-        TokenDelegation.objects.filter(fingerprint=fingerprint)
-        .order_by()
-        .values_list(
-            "pk",
-            "expires_at",
-            "revoked_at",
-            "last_used_at",
-            "tools",
-            "audience",
-            "display_prefix",
-            "stakeholder__stakeholder_id",
-            "stakeholder__role",
-            "stakeholder__branch_id",
-            "stakeholder__status",
-        )
-    )
-)
-
-
 def audience_accepted(audience: str) -> bool:
     """A token is for the resource it was issued for: once this deployment names its resource
     (MCP_RESOURCE_URL), a delegation issued for another one is refused here. Delegations issued
@@ -66,7 +44,23 @@ def authenticate_token(token: str) -> Authentication:
 
     Every request reads the database, so a revocation applies to the very next request."""
     fingerprint = token_fingerprint(token)
-    row = _DELEGATION_FOR_FINGERPRINT.first(fingerprint)
+    row = (
+        TokenDelegation.objects.filter(fingerprint=fingerprint)
+        .values_list(
+            "pk",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+            "tools",
+            "audience",
+            "display_prefix",
+            "stakeholder__stakeholder_id",
+            "stakeholder__role",
+            "stakeholder__branch_id",
+            "stakeholder__status",
+        )
+        .first()
+    )
     if row is None:
         return Authentication(None, "unknown")
     (

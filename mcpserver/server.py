@@ -10,7 +10,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
-from core.sqlite_wal import WalCheckpointer
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import PolicyRefused
@@ -140,11 +139,8 @@ class McpApplication:
 
     @asynccontextmanager
     async def running(self):
-        checkpointer = WalCheckpointer() if WalCheckpointer.wanted() else None
         async with self.session_manager.run():
             await _warm_up_in_db_thread()
-            if checkpointer is not None:
-                checkpointer.start()
             summaries = (
                 asyncio.create_task(self._write_refusal_summaries())
                 if self.auditor is not None
@@ -159,8 +155,6 @@ class McpApplication:
                     # The current window's refusal counts, then everything still pending.
                     await self.auditor.flush(final=True)
                     await asyncio.to_thread(self.auditor.close)
-                if checkpointer is not None:
-                    await asyncio.to_thread(checkpointer.stop)
 
     async def _write_refusal_summaries(self):
         """Each window's refusal summaries are written when it ends, flood or no flood."""
