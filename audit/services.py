@@ -59,7 +59,8 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
             ],
         )
         cursor.execute(sql.move_head, [chained[-1].sequence, chained[-1].hash, source])
-        transaction.on_commit(_queue_delivery)
+        last_sequence = chained[-1].sequence
+        transaction.on_commit(lambda: _queue_delivery(last_sequence))
     for event in chained:
         event._state.adding, event._state.db = False, connection.alias
     return chained
@@ -118,8 +119,11 @@ def audit_change(*, action: str, actor, target: str, before: dict | None, after:
     )
 
 
-def _queue_delivery() -> None:
+def _queue_delivery(last_sequence: int) -> None:
+    """After the commit: ask a worker to deliver, and to sign a checkpoint when enough events have
+    been appended since (the worker's timer covers the rest)."""
     # Imported here: the task module imports Celery, which services otherwise need not load.
-    from audit.tasks import request_delivery
+    from audit.tasks import request_checkpoint_after, request_delivery
 
     request_delivery()
+    request_checkpoint_after(last_sequence)

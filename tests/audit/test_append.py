@@ -156,9 +156,9 @@ def test_the_delivery_nudge_is_sent_only_after_the_commit(monkeypatch):
 
     nudged = []
     monkeypatch.setattr(
-        services, "_queue_delivery", lambda: nudged.append(connection.in_atomic_block)
+        services, "_queue_delivery", lambda last: nudged.append((last, connection.in_atomic_block))
     )
     with transaction.atomic():
         audit_events_append(events=events(1))
         assert nudged == []
-    assert nudged == [False]
+    assert nudged == [(1, False)]

@@ -50,7 +50,7 @@ def anchored_head(sink: MemorySink, django_db_blocker) -> bool:
         connection.close()
         head = ChainHead.objects.get(source="hyperbook").last_sequence
     held = sink.of_kind("audit_checkpoint").values()
-    return any(memory["sequence"] == head for memory in held) and len(held) >= 3
+    return any(memory["sequence"] == head for memory in held)
 
 
 def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(

@@ -308,3 +308,22 @@ def test_a_checkpoint_size_is_ascii_decimal(size):
 
     with pytest.raises(NoteError):
         parse_checkpoint(f"example.org/audit\n{size}\n{'A' * 43}=\n")
+
+
+@pytest.mark.django_db(transaction=True)  # the ask is made after each commit
+def test_appends_ask_for_a_checkpoint_every_so_many_events(every_100, monkeypatch):
+    from audit import tasks
+
+    asked = []
+    monkeypatch.setattr(tasks, "_checkpoint_requested_at_sequence", 0)
+    monkeypatch.setattr(
+        tasks.create_checkpoint, "delay", lambda: asked.append(head().last_sequence)
+    )
+    append(60)
+    append(39)
+    assert asked == []  # 99 events
+    append(1)
+    append(50)
+    assert asked == [100]
+    append(60)
+    assert asked == [100, 210]
