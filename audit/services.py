@@ -1,12 +1,13 @@
 """Writing audit events: appended to the chain in the caller's transaction, delivered after it."""
 
+import functools
 import hashlib
 import hmac
 import logging
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from audit.chain import GENESIS_HASH, event_hash
@@ -41,8 +42,10 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
     if not events:
         return []
     # Three plain statements, not the ORM's queries: building those cost over 1 ms a transaction,
-    # more than the database's own work, on the path of every /mcp request.
-    sql = _Sql(connection)
+    # more than the database's own work, on the path of every /mcp request. The connection
+    # itself, not the `connection` proxy, whose every attribute read is a lookup.
+    connection = connections[DEFAULT_DB_ALIAS]
+    sql = _sql(connection.vendor)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql.lock_head, [source])
         head = cursor.fetchone()
@@ -50,20 +53,15 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
             ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
             cursor.execute(sql.lock_head, [source])
             head = cursor.fetchone()
-        chained = _chained(events, source, *head)
-        cursor.executemany(
-            sql.insert_event,
-            [
-                [f.get_db_prep_save(getattr(e, f.attname), connection) for f in _EVENT_FIELDS]
-                for e in chained
-            ],
-        )
-        cursor.execute(sql.move_head, [chained[-1].sequence, chained[-1].hash, source])
-        last_sequence = chained[-1].sequence
+        rows = _chained(events, source, *head)
+        cursor.executemany(sql.insert_event, [_parameters(row, connection) for row in rows])
+        cursor.execute(sql.move_head, [rows[-1]["sequence"], rows[-1]["hash"], source])
+        last_sequence = rows[-1]["sequence"]
         transaction.on_commit(lambda: _queue_delivery(last_sequence))
-    for event in chained:
-        event._state.adding, event._state.db = False, connection.alias
-    return chained
+    return [
+        AuditEvent.from_db(connection.alias, None, [row[f.attname] for f in _EVENT_FIELDS])
+        for row in rows
+    ]
 
 
 class _Sql:
@@ -81,26 +79,48 @@ class _Sql:
         self.insert_event = f"INSERT INTO {events} ({columns}) VALUES ({values})"  # noqa: S608
 
 
-def _chained(events: list[dict], source: str, sequence: int, prev_hash: str) -> list[AuditEvent]:
+@functools.cache
+def _sql(vendor: str) -> _Sql:
+    return _Sql(connections[DEFAULT_DB_ALIAS])
+
+
+# Text and numbers reach the driver as they are (their fields' preparation would return them
+# unchanged, at a cost larger than the insert's); ids, times and JSON are prepared by their own
+# field for this database.
+_PLAIN = (models.CharField, models.TextField, models.IntegerField, models.FloatField)
+_PREPARED = tuple((f.attname, None if isinstance(f, _PLAIN) else f) for f in _EVENT_FIELDS)
+# What an event not given a field holds: its default (a fresh list or dict where it is one).
+_MADE = {f.attname for f in _EVENT_FIELDS if f.has_default() and callable(f.default)}
+_DEFAULTS = {f.attname: f.get_default() for f in _EVENT_FIELDS if f.attname not in _MADE}
+_FRESH_DEFAULTS = tuple(
+    (f.attname, f.default) for f in _EVENT_FIELDS if f.attname in _MADE - {"id"}
+)
+
+
+def _parameters(row: dict, connection) -> list:
+    return [
+        row[name] if field is None else field.get_db_prep_save(row[name], connection)
+        for name, field in _PREPARED
+    ]
+
+
+def _chained(events: list[dict], source: str, sequence: int, prev_hash: str) -> list[dict]:
+    """The events as complete rows, numbered and hashed onto the head (sequence, prev_hash)."""
     now = timezone.now()
-    chained = []
+    rows = []
     for values in events:
         sequence += 1
-        event = AuditEvent(
-            **{
-                **values,
-                "id": values.get("id") or uuid7(),
-                "source": source,
-                "sequence": sequence,
-                "occurred_at": values.get("occurred_at") or now,
-                "prev_hash": prev_hash,
-            }
+        row = {**_DEFAULTS, **{name: make() for name, make in _FRESH_DEFAULTS}, **values}
+        row.update(
+            id=values.get("id") or uuid7(),
+            source=source,
+            sequence=sequence,
+            occurred_at=values.get("occurred_at") or now,
+            prev_hash=prev_hash,
         )
-        event.hash = prev_hash = event_hash(
-            {f.attname: getattr(event, f.attname) for f in _EVENT_FIELDS}
-        )
-        chained.append(event)
-    return chained
+        row["hash"] = prev_hash = event_hash(row)
+        rows.append(row)
+    return rows
 
 
 def audit_record(**values) -> AuditEvent:

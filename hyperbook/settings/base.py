@@ -232,9 +232,6 @@ AUDIT_MCP_REQUESTS = env_bool("AUDIT_MCP_REQUESTS", True)  # off only to measure
 # by one up to this many per client address and window; the rest as one summary event each.
 AUDIT_REFUSALS_PER_ADDRESS = env_int("AUDIT_REFUSALS_PER_ADDRESS", 20)
 AUDIT_REFUSAL_WINDOW_SECONDS = env_int("AUDIT_REFUSAL_WINDOW_SECONDS", 60)
-# How much lower the audit writer and WAL checkpointer threads run than request handling
-# (Linux nice steps, 0 to 19; 0 keeps them at the worker's priority). See core/background.py.
-BACKGROUND_THREAD_NICENESS = min(max(env_int("BACKGROUND_THREAD_NICENESS", 10), 0), 19)
 EGS2_MEMORY_API_URL = env_str("EGS2_MEMORY_API_URL")
 EGS2_MEMORY_API_TOKEN = read_secret("EGS2_MEMORY_API_TOKEN")  # hyperbook's own service credential
 EGS2_MEMORY_API_TIMEOUT_SECONDS = env_int("EGS2_MEMORY_API_TIMEOUT_SECONDS", 10)
