@@ -150,8 +150,8 @@ class RequestAuditor:
         )
         self._unwritten: list[dict] = []  # summaries of ended windows not yet committed
 
-    def close(self) -> None:
-        self.writer.close()
+    async def close(self) -> None:
+        await self.writer.close()
 
     async def completed(self, record: RequestRecord) -> None:
         """Returns once the request's event is committed (or counted for a summary); raises if

@@ -154,7 +154,7 @@ class McpApplication:
                 if self.auditor is not None:
                     # The current window's refusal counts, then everything still pending.
                     await self.auditor.flush(final=True)
-                    await asyncio.to_thread(self.auditor.close)
+                    await self.auditor.close()
 
     async def _write_refusal_summaries(self):
         """Each window's refusal summaries are written when it ends, flood or no flood."""

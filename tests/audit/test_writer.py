@@ -1,8 +1,9 @@
 """The request-event writer: group commit, no waiting alone, answers only after the commit,
 one bad event failing only its own request.
 
-The writer thread commits to the real test database; its batches are observed (and, to line up
-a batch, held) by wrapping `audit_events_append` (the real one still runs)."""
+The writer commits to the real test database from the event loop's executor; its batches are
+observed (and, to line up a batch, held) by wrapping `audit_events_append` (the real one still
+runs)."""
 
 import asyncio
 import threading
@@ -60,10 +61,7 @@ def batches(monkeypatch) -> Batches:
 
 @pytest.fixture
 def writer():
-    made = AuditWriter()
-    yield made
-    made.close()  # its thread holds a database connection
-    assert made._thread is None or not made._thread.is_alive()
+    return AuditWriter()
 
 
 def event(n: int) -> dict:
@@ -142,13 +140,16 @@ def test_closing_writes_what_is_queued_then_stops(batches, writer):
         await asyncio.to_thread(batches.holding.wait, SETTLE_SECONDS)
         queued = asyncio.ensure_future(writer.record(event(1)))
         await asyncio.sleep(0.05)
-        closing = asyncio.ensure_future(asyncio.to_thread(writer.close))
+        closing = asyncio.ensure_future(writer.close())
+        await asyncio.sleep(0.05)
+        assert not closing.done()  # an event is still queued
         batches.release()
-        await asyncio.wait_for(asyncio.gather(first, queued, closing), SETTLE_SECONDS)
+        await asyncio.wait_for(closing, SETTLE_SECONDS)
+        assert first.done() and queued.done()  # close() returned only once both were written
 
     asyncio.run(shut_down_while_events_are_queued())
     assert batches.sizes == [1, 1]
-    assert not writer._thread.is_alive()
+    assert AuditEvent.objects.filter(request_id__startswith="writer-test-").count() == 2
 
 
 def test_appends_outside_a_transaction_and_inside_one_extend_one_chain():
