@@ -1,5 +1,6 @@
 import pytest
 import redis
+from django.contrib.auth.models import Group, User
 
 from conftest import service_missing
 
@@ -17,3 +18,11 @@ def broker():
     client.flushdb()
     yield client
     client.flushdb()
+
+
+@pytest.fixture
+def auditor(db):
+    """A staff user in the auditors group."""
+    user = User.objects.create_user("auditor", password="pw-for-tests-only", is_staff=True)
+    user.groups.add(Group.objects.get(name="auditors"))
+    return user

@@ -2,7 +2,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -14,13 +14,6 @@ from core.api_tokens import api_token_issue
 from registry.models import McpServer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def auditor():
-    user = User.objects.create_user("auditor", password="pw-for-tests-only", is_staff=True)
-    user.groups.add(Group.objects.get(name="auditors"))
-    return user
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -16,13 +16,6 @@ from audit.signed_note import Verifier, open_checkpoint
 from core.api_tokens import api_token_issue
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def auditor():
-    user = User.objects.create_user("auditor", password="pw-for-tests-only", is_staff=True)
-    user.groups.add(Group.objects.get(name="auditors"))
-    return user
 
 
 @pytest.fixture
