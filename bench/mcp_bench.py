@@ -3,8 +3,8 @@
     .venv/bin/python bench/mcp_bench.py                 # 10 s a run, tools/list + tools/call, c=1,8
     .venv/bin/python bench/mcp_bench.py --duration 5 --methods tools/list
     .venv/bin/python bench/mcp_bench.py --with-no-audit # also ours with AUDIT_MCP_REQUESTS=0
-    .venv/bin/python bench/mcp_bench.py --variant nice0:BACKGROUND_THREAD_NICENESS=0
-                                                        # also ours[nice0] with that environment
+    .venv/bin/python bench/mcp_bench.py --variant small:MCP_MAX_BODY_BYTES=4096
+                                                        # also ours[small] with that environment
     .venv/bin/python bench/mcp_bench.py --profile DIR   # then py-spy passes (not measured)
 
 What runs (everything on 127.0.0.1, bounded, cleaned up at the end):
