@@ -75,12 +75,15 @@ def event_values(record: RequestRecord) -> dict:
 
 
 def _text(value: str) -> str:
-    """Text any encoder takes: a lone surrogate (valid in a Python str, not in UTF-8) is written
-    as its escape, so that an event can always be hashed and stored."""
+    """Text every database stores: a lone surrogate (valid in a Python str, not in UTF-8) and a
+    NUL character (valid UTF-8, refused by PostgreSQL's text types) are written as their escapes,
+    so that an event can always be hashed and stored, whatever a client sent."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
 
 
