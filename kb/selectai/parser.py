@@ -295,7 +295,8 @@ class _Builder:
         family = self._shape(entity, plan, grouped, rank)
         if period is not None and period_field is None:
             self.ignored.append(f"기간 {dates.describe(period)}")
-        plan["limit"] = _clamp_limit(plan["limit"])
+        # The caller's limit is the contract: the question may ask for fewer rows, never more.
+        plan["limit"] = min(_clamp_limit(plan["limit"]), self.default_limit)
         interpretation = self._interpretation(plan, family)
         return ParseResult(plan=plan, interpretation=interpretation)
 

@@ -625,7 +625,11 @@ def test_limit_comes_from_the_caller_and_is_clamped(vocabulary):
     assert parse("담당 고객 목록", vocabulary, limit=7).plan["limit"] == 7
     assert parse("담당 고객 목록", vocabulary, limit=1000).plan["limit"] == 100
     assert parse("담당 고객 목록", vocabulary, limit=0).plan["limit"] == 1
-    assert parse("고객 500명 보여줘", vocabulary).plan["limit"] == 100
+    # The caller's limit is an upper bound: the question may lower it, never raise it.
+    assert parse("고객 500명 보여줘", vocabulary).plan["limit"] == 50
+    assert parse("고객 목록 1000개 보여줘", vocabulary, limit=5).plan["limit"] == 5
+    assert parse("고객 목록 3개만 보여줘", vocabulary, limit=5).plan["limit"] == 3
+    assert parse("보험료 상위 10명 고객", vocabulary, limit=4).plan["limit"] == 4
 
 
 def test_long_prompt_is_truncated_not_rejected(vocabulary):
