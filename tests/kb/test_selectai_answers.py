@@ -501,7 +501,9 @@ def test_premium_totals_agree_with_the_sum_of_the_detail_rows(kb):
     assert {r["planner_id"]: r["total_amount"] for r in totals} == dict(by_planner)
 
 
-@pytest.mark.parametrize("prompt", ["고객 목록 1000개 보여줘", "고객 500명 보여줘", "계약 전부 100건"])
+@pytest.mark.parametrize(
+    "prompt", ["고객 목록 1000개 보여줘", "고객 500명 보여줘", "계약 전부 100건"]
+)
 def test_the_callers_limit_is_an_upper_bound_the_question_cannot_raise(kb, prompt):
     answer = ask("KB-H-001", prompt, limit=5)
     assert len(answer["rows"]) == 5  # the head office sees far more than five
