@@ -14,7 +14,6 @@ Memory API for checkpoint n + 1 without trusting our database to say it exists.
 import functools
 import logging
 import uuid
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -94,6 +93,7 @@ def checkpoint_create_if_due(
         origin = origin_for(source)
         number = last.number + 1 if last else 1
         note = signer.sign(Checkpoint(origin, head.last_sequence, head.last_hash).body())
+        key_id = f"{signer.key_id:08x}"
         checkpoint = AuditCheckpoint.objects.create(
             id=checkpoint_memory_id(origin, number),
             source=source,
@@ -102,23 +102,17 @@ def checkpoint_create_if_due(
             hash=head.last_hash,
             prev_hash=last.hash if last else GENESIS_HASH,
             origin=origin,
-            key_id=f"{signer.key_id:08x}",
+            key_id=key_id,
             note=note,
             created_at=now,
         )
         CheckpointDelivery.objects.create(checkpoint=checkpoint)
         SigningKey.objects.get_or_create(
             verifier_key=signer.verifier.text(),
-            defaults={"key_id": f"{signer.key_id:08x}", "name": signer.name, "first_used_at": now},
+            defaults={"key_id": key_id, "name": signer.name, "first_used_at": now},
         )
     logger.info("audit: checkpoint %s signed at #%s", number, head.last_sequence)
     return checkpoint
-
-
-@dataclass(frozen=True)
-class CheckpointProblem:
-    sequence: int
-    message: str
 
 
 def opened_checkpoint(checkpoint: AuditCheckpoint, verifiers: list[Verifier]) -> Checkpoint:

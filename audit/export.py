@@ -26,6 +26,7 @@ from django.utils import timezone
 from audit.chain import HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, occurred_at_text
 from audit.checkpoints import checkpoint_create_if_due, origin_for
 from audit.models import AuditCheckpoint, AuditEvent
+from audit.selectors import events_in_sequence
 from audit.services import SOURCE
 
 EXPORT_TYPE = "hyperbook.audit_export"
@@ -102,17 +103,9 @@ def event_record(row: dict) -> dict:
 
 
 def _event_rows(source: str, span: ExportRange) -> Iterator[dict]:
-    after = span.first - 1
-    while after < span.last:
-        rows = list(
-            AuditEvent.objects.filter(source=source, sequence__gt=after, sequence__lte=span.last)
-            .order_by("sequence")
-            .values(*EVENT_FIELDS)[:CHUNK]
-        )
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1]["sequence"]
+    return events_in_sequence(
+        source=source, fields=EVENT_FIELDS, after=span.first - 1, through=span.last, chunk=CHUNK
+    )
 
 
 def export_jsonl(out, span: ExportRange, *, source: str = SOURCE) -> int:

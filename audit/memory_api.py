@@ -125,10 +125,9 @@ def post_memories(
     return interpret_response(ids, response)
 
 
-def read_memory(
-    memory_id: str, *, base_url: str, token: str, timeout: float, client: httpx.Client
-) -> dict | None:
-    """The memory as the Memory API stores it, or None when it holds none with that id."""
+def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Client) -> dict | None:
+    """The memory as the Memory API stores it, or None when it holds none with that id (the
+    client carries the timeout)."""
     url = f"{checked_base_url(base_url)}/v1/memories/{memory_id}"
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     try:

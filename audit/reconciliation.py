@@ -56,7 +56,6 @@ class _Anchor:
             str(checkpoint_memory_id(self.origin, number)),
             base_url=settings.EGS2_MEMORY_API_URL,
             token=settings.EGS2_MEMORY_API_TOKEN or "",
-            timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS,
             client=self.client,
         )
         if memory is None:

@@ -16,6 +16,22 @@ TIME_RANGES = {
 }
 
 
+def events_in_sequence(
+    *, source: str, fields, after: int = 0, through: int | None = None, chunk: int = 5000
+):
+    """The source's events after `after` (through `through`), as dicts of `fields`, in sequence
+    order, read a chunk at a time: constant memory over any number of events."""
+    events = AuditEvent.objects.filter(source=source)
+    if through is not None:
+        events = events.filter(sequence__lte=through)
+    while True:
+        rows = list(events.filter(sequence__gt=after).order_by("sequence").values(*fields)[:chunk])
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1]["sequence"]
+
+
 def audit_events_visible():
     return AuditEvent.objects.select_related("delivery")
 
@@ -89,7 +105,8 @@ def signing_keys() -> list[dict]:
     from audit.checkpoints import configured_verifiers
     from audit.models import SigningKey
 
-    trusted = [verifier.text() for verifier in configured_verifiers()]
+    verifiers = configured_verifiers()
+    current, trusted = verifiers[0], {verifier.text() for verifier in verifiers}
     listed = [
         {
             "verifier_key": key.verifier_key,
@@ -99,19 +116,18 @@ def signing_keys() -> list[dict]:
         }
         for key in SigningKey.objects.all()
     ]
-    if trusted[0] not in {key["verifier_key"] for key in listed}:  # no checkpoint signed yet
-        current = trusted[0]
+    if current.text() not in {key["verifier_key"] for key in listed}:  # it has not signed yet
         listed.insert(
             0,
             {
-                "verifier_key": current,
-                "key_id": current.split("+")[1],
-                "name": current.split("+")[0],
+                "verifier_key": current.text(),
+                "key_id": f"{current.key_id:08x}",
+                "name": current.name,
                 "first_used_at": None,
             },
         )
     for key in listed:
-        key["current"] = key["verifier_key"] == trusted[0]
+        key["current"] = key["verifier_key"] == current.text()
         key["trusted"] = key["verifier_key"] in trusted
     return listed
 

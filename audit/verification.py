@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from audit.chain import GENESIS_HASH, event_hash
 from audit.checkpoints import configured_verifiers, opened_checkpoint
 from audit.models import AuditCheckpoint, AuditEvent, ChainHead, ChainVerification
+from audit.selectors import events_in_sequence
 from audit.signed_note import NoteError
 
 FIELDS = [f.name for f in AuditEvent._meta.concrete_fields]
@@ -27,34 +28,24 @@ def verify_chain(*, source: str = "hyperbook", chunk: int = 5000) -> ChainReport
     expected_sequence, expected_prev = 1, GENESIS_HASH
     checked = 0
     last_sequence = 0
-    while True:
-        rows = list(
-            AuditEvent.objects.filter(source=source, sequence__gte=expected_sequence)
-            .order_by("sequence")
-            .values(*FIELDS)[:chunk]
-        )
-        if not rows:
-            break
-        for row in rows:
-            sequence = row["sequence"]
-            if sequence != expected_sequence:
-                return _bad(checked, expected_sequence, f"missing event #{expected_sequence}")
-            if row["prev_hash"] != expected_prev:
-                return _bad(
-                    checked, sequence, f"event #{sequence} does not link to #{sequence - 1}"
-                )
-            if event_hash(row) != row["hash"]:
-                return _bad(checked, sequence, f"event #{sequence} was altered (hash mismatch)")
-            signed = checkpoints.get(sequence)
-            if signed is not None and signed.hash != row["hash"]:
-                return _bad(
-                    checked,
-                    sequence,
-                    f"event #{sequence} does not match signed checkpoint {signed.number}",
-                )
-            expected_prev, expected_sequence = row["hash"], sequence + 1
-            last_sequence = sequence
-            checked += 1
+    for row in events_in_sequence(source=source, fields=FIELDS, chunk=chunk):
+        sequence = row["sequence"]
+        if sequence != expected_sequence:
+            return _bad(checked, expected_sequence, f"missing event #{expected_sequence}")
+        if row["prev_hash"] != expected_prev:
+            return _bad(checked, sequence, f"event #{sequence} does not link to #{sequence - 1}")
+        if event_hash(row) != row["hash"]:
+            return _bad(checked, sequence, f"event #{sequence} was altered (hash mismatch)")
+        signed = checkpoints.get(sequence)
+        if signed is not None and signed.hash != row["hash"]:
+            return _bad(
+                checked,
+                sequence,
+                f"event #{sequence} does not match signed checkpoint {signed.number}",
+            )
+        expected_prev, expected_sequence = row["hash"], sequence + 1
+        last_sequence = sequence
+        checked += 1
     beyond = [c for c in checkpoints.values() if c.sequence > last_sequence]
     if beyond:
         signed = min(beyond, key=lambda c: c.sequence)
