@@ -16,8 +16,15 @@ from django.core.exceptions import ImproperlyConfigured
 from kb.answers import answer_build
 from kb.models import Stakeholder
 from kb.ords import ords_answer, ords_config
-from kb.plans import ENTITIES, MAX_LIMIT, PlanError
-from kb.policy import COMPARABLE_MASKS, check_stakeholder_allowed, column_mask
+from kb.plans import ENTITIES, MAX_LIMIT, PlanError, plan_parse
+from kb.policy import (
+    COMPARABLE_MASKS,
+    ConditionRefused,
+    Mask,
+    check_stakeholder_allowed,
+    column_mask,
+    masked_use,
+)
 from kb.selectai.parser import DEFAULT_SCOPE, SCOPE_BY_ROLE, help_examples, parse_prompt
 from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
@@ -25,6 +32,8 @@ from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute_plan
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ConditionRefused", "answer_question", "warm_up"]
 
 EMBEDDED, ORDS = "embedded", "ords"
 BUILTIN, OPENAI_COMPATIBLE = "builtin", "openai_compatible"
@@ -55,6 +64,7 @@ def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
     if parsed.plan is None:
         return _help_answer(stakeholder, limit, {**interpretation, "help": parsed.help})
     plan = _fit_to_role(parsed.plan, stakeholder.role, interpretation)
+    _refuse_masked_conditions(plan, stakeholder.role, parsed.unexpressed, parsed.language)
     try:
         return execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
     except PlanError as exc:
@@ -173,11 +183,33 @@ def _model_answer(
         return None
 
 
+def _refuse_masked_conditions(plan: dict, role: str, unexpressed: list[str], language: str):
+    """Raise ConditionRefused when the question conditions on a column `role` sees masked.
+
+    The data layer refuses such a plan too; this says which condition and why, in the question's
+    language, instead of answering a different question.
+    """
+    try:
+        used = plan_parse(plan).referenced_fields()
+    except PlanError:
+        return  # execute_plan reports the plan's own problem
+    used.update(dict.fromkeys(unexpressed, "filter"))
+    refused = masked_use(role, plan["entity"], used)
+    if refused is not None:
+        field, use = refused
+        raise ConditionRefused(
+            role=role, entity=plan["entity"], field=field, use=use, language=language
+        )
+
+
 def _fit_to_role(plan: dict, role: str, interpretation: dict) -> dict:
     """Group by customer_id alone when customer_name, only its label, is masked for this role.
 
-    The groups are the same, and the data layer refuses to group by a masked column.
+    The groups are the same, and the data layer refuses to group by a masked column. Likewise a
+    whole-year birth condition ("1987년생") becomes the same condition on age where the role
+    sees only the birth year and its ages come from that year.
     """
+    plan = _birth_years_as_ages(plan, role)
     group_by = plan.get("group_by") or []
     if "customer_id" not in group_by or "customer_name" not in group_by:
         return plan
@@ -208,3 +240,45 @@ def _help_answer(stakeholder: Stakeholder, limit: int, interpretation: dict) -> 
         branch_id=stakeholder.branch_id,
         interpretation=interpretation,
     )
+
+
+def _birth_years_as_ages(plan: dict, role: str) -> dict:
+    entity = plan.get("entity")
+    if entity not in ENTITIES or "age" not in ENTITIES[entity].fields:
+        return plan
+    if column_mask(role, entity, "birth_date") is not Mask.YEAR_ONLY:
+        return plan
+    if column_mask(role, entity, "age") is not Mask.FROM_BIRTH_YEAR:
+        return plan
+    this_year = kb_as_of_date().year
+    filters = []
+    for item in plan.get("filters") or []:
+        age = _age_condition(item, this_year) if item.get("field") == "birth_date" else None
+        filters.append(age or item)
+    return {**plan, "filters": filters}
+
+
+def _age_condition(item: dict, this_year: int) -> dict | None:
+    """birth_date on whole years -> the same rows by age = as-of year - birth year; else None."""
+    op, value = item.get("op"), item.get("value")
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, str) and len(v) == 10 for v in values):
+        return None
+    years = [int(v[:4]) for v in values]
+    starts = [v[5:] == "01-01" for v in values]
+    ends = [v[5:] == "12-31" for v in values]
+    if op == "between" and len(values) == 2 and starts[0] and ends[1]:
+        return {
+            "field": "age",
+            "op": "between",
+            "value": [this_year - years[1], this_year - years[0]],
+        }
+    if op == "gte" and starts[0]:
+        return {"field": "age", "op": "lte", "value": this_year - years[0]}
+    if op == "lt" and starts[0]:
+        return {"field": "age", "op": "gt", "value": this_year - years[0]}
+    if op == "gt" and ends[0]:
+        return {"field": "age", "op": "lt", "value": this_year - years[0]}
+    if op == "lte" and ends[0]:
+        return {"field": "age", "op": "gte", "value": this_year - years[0]}
+    return None

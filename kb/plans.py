@@ -9,15 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from django.db import models
+from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
+from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
 
-from kb.models import Contract, Customer, PremiumPayment
+__all__ = ["ENTITIES", "MAX_LIMIT", "DEFAULT_LIMIT", "EntitySpec", "FieldSpec", "Kind"]
 
-DEFAULT_LIMIT = 20
-MAX_LIMIT = 100
 MAX_FILTERS = 20
 MAX_IN_VALUES = 100
 MAX_GROUP_BY = 5
@@ -26,7 +24,7 @@ MAX_ORDER_BY = 5
 MAX_STRING = 100
 MAX_ABS_INT = 10**15
 
-OPS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains")
+OPS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains", "startswith")
 AGGREGATE_FNS = ("count", "sum", "avg", "min", "max")
 PLAN_KEYS = ("entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit")
 
@@ -49,146 +47,12 @@ class PlanError(ValueError):
         return self.message
 
 
-class Kind(StrEnum):
-    STR = "str"
-    INT = "int"
-    DATE = "date"  # "YYYY-MM-DD"
-    MONTH = "month"  # "YYYY-MM", stored as text
-    AGE = "age"  # int, derived from birth_date at the as-of date
-    AGE_GROUP = "age_group"  # "30대", derived from birth_date
-
-
 _OPS_BY_KIND = {
     Kind.STR: frozenset(OPS),
-    **{kind: frozenset(OPS) - {"contains"} for kind in Kind if kind is not Kind.STR},
+    **{kind: frozenset(OPS) - {"contains", "startswith"} for kind in Kind if kind is not Kind.STR},
 }
 _SUMMABLE = frozenset({Kind.INT, Kind.AGE})
 _ORDERABLE_AGGREGATE = frozenset({Kind.STR, Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE})
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    label: str
-    kind: Kind
-    path: str  # ORM path from the entity's model; for derived fields, the birth_date path
-    nullable: bool = False
-
-    @property
-    def derived(self) -> bool:
-        return self.kind in (Kind.AGE, Kind.AGE_GROUP)
-
-
-@dataclass(frozen=True)
-class EntitySpec:
-    name: str
-    label: str
-    model: type[models.Model]
-    key: str  # the natural key field, always returned by row queries
-    customer_path: str  # ORM path from the model to its Customer ("" for customers)
-    fields: dict[str, FieldSpec]
-    defaults: tuple[str, ...]  # columns of a row query whose `fields` is []
-
-
-def _f(name: str, label: str, kind: Kind, path: str | None = None, **kw: Any) -> FieldSpec:
-    return FieldSpec(name=name, label=label, kind=kind, path=path or name, **kw)
-
-
-def _party_fields(to_customer: str) -> list[FieldSpec]:
-    c = f"{to_customer}__" if to_customer else ""
-    return [
-        _f("customer_id", "고객 ID", Kind.STR, f"{to_customer}_id" if c else "customer_id"),
-        _f("customer_name", "고객명", Kind.STR, f"{c}customer_name"),
-        _f("planner_id", "설계사 ID", Kind.STR, f"{c}planner_id"),
-        _f("planner_name", "설계사명", Kind.STR, f"{c}planner__name"),
-        _f("branch_id", "지점 ID", Kind.STR, f"{c}branch_id"),
-        _f("branch_name", "지점명", Kind.STR, f"{c}branch__branch_name"),
-        _f("grade", "고객 등급", Kind.STR, f"{c}grade"),
-    ]
-
-
-def _product_fields(to_contract: str) -> list[FieldSpec]:
-    p = f"{to_contract}__" if to_contract else ""
-    return [
-        _f("product_code", "상품 코드", Kind.STR, f"{p}product_id"),
-        _f("product_name", "상품명", Kind.STR, f"{p}product__product_name"),
-        _f("category", "상품 분류", Kind.STR, f"{p}product__category"),
-    ]
-
-
-def _entity(name: str, label: str, model, key: str, customer_path: str, fields, defaults):
-    return EntitySpec(
-        name=name,
-        label=label,
-        model=model,
-        key=key,
-        customer_path=customer_path,
-        fields={spec.name: spec for spec in fields},
-        defaults=tuple(defaults),
-    )
-
-
-ENTITIES: dict[str, EntitySpec] = {
-    "customers": _entity(
-        "customers",
-        "고객",
-        Customer,
-        "customer_id",
-        "",
-        [
-            *_party_fields(""),
-            _f("birth_date", "생년월일", Kind.DATE),
-            _f("gender", "성별", Kind.STR),
-            _f("phone", "전화번호", Kind.STR),
-            _f("rrn", "주민등록번호", Kind.STR),
-            _f("joined_on", "가입일", Kind.DATE),
-            _f("age", "나이", Kind.AGE, "birth_date"),
-            _f("age_group", "연령대", Kind.AGE_GROUP, "birth_date"),
-        ],
-        ["customer_id", "customer_name", "gender", "age", "phone", "grade", "planner_name"]
-        + ["branch_name", "joined_on"],
-    ),
-    "contracts": _entity(
-        "contracts",
-        "계약",
-        Contract,
-        "contract_id",
-        "customer",
-        [
-            _f("contract_id", "계약 ID", Kind.STR),
-            *_party_fields("customer"),
-            *_product_fields(""),
-            _f("status", "계약 상태", Kind.STR),
-            _f("start_date", "계약일", Kind.DATE),
-            _f("end_date", "만기일", Kind.DATE),
-            _f("monthly_premium", "월 보험료", Kind.INT),
-            _f("sum_insured", "보험 가입금액", Kind.INT),
-            _f("payment_day", "납입일", Kind.INT),
-        ],
-        ["contract_id", "customer_id", "customer_name", "product_name", "status", "start_date"]
-        + ["end_date", "monthly_premium", "sum_insured"],
-    ),
-    "premium_payments": _entity(
-        "premium_payments",
-        "보험료 납입",
-        PremiumPayment,
-        "payment_id",
-        "contract__customer",
-        [
-            _f("payment_id", "납입 ID", Kind.STR),
-            _f("contract_id", "계약 ID", Kind.STR),
-            *_party_fields("contract__customer"),
-            *_product_fields("contract"),
-            _f("due_month", "납입월", Kind.MONTH),
-            _f("due_date", "납입 기일", Kind.DATE),
-            _f("amount", "금액", Kind.INT),
-            _f("status", "납입 상태", Kind.STR),
-            _f("paid_date", "납입일", Kind.DATE, nullable=True),
-        ],
-        ["payment_id", "contract_id", "customer_id", "customer_name", "product_name"]
-        + ["due_month", "amount", "status", "paid_date"],
-    ),
-}
 
 _AGGREGATE_LABELS = {"sum": "합계", "avg": "평균", "min": "최소", "max": "최대", "count": "건수"}
 

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Q
 
+from kb.catalogue import ENTITIES
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
 
 PLANNER = Stakeholder.Role.PLANNER.value
@@ -79,29 +80,9 @@ MASKED_COLUMNS: dict[str, dict[str, Mask]] = {
     },
 }
 
-_PARTIES = ("customer_id", "customer_name", "planner_id", "planner_name", "branch_id")
-_PARTIES += ("branch_name", "grade")
-_PRODUCT = ("product_code", "product_name", "category")
-
-# Every column each entity may return. "All other columns" of the README are these minus the masked
-# ones; a column not listed here is unknown to the policy and is never returned.
-ENTITY_COLUMNS: dict[str, frozenset[str]] = {
-    "customers": frozenset(
-        _PARTIES + ("birth_date", "gender", "phone", "rrn", "joined_on", "age", "age_group")
-    ),
-    "contracts": frozenset(
-        ("contract_id",)
-        + _PARTIES
-        + _PRODUCT
-        + ("status", "start_date", "end_date", "monthly_premium", "sum_insured", "payment_day")
-    ),
-    "premium_payments": frozenset(
-        ("payment_id", "contract_id")
-        + _PARTIES
-        + _PRODUCT
-        + ("due_month", "due_date", "amount", "status", "paid_date")
-    ),
-}
+# Every column each entity may return: the catalogue's fields. "All other columns" of the README
+# are these minus the masked ones; a column not listed here is unknown and is never returned.
+ENTITY_COLUMNS: dict[str, frozenset[str]] = {name: spec.columns for name, spec in ENTITIES.items()}
 
 # Masks under which a column may be filtered, sorted, grouped or aggregated: any other mask would
 # let a caller infer the hidden value (e.g. `rrn between ...` narrows down a masked RRN).
@@ -143,6 +124,50 @@ def column_mask(role: str, entity: str, column: str) -> Mask | None:
     if rules is None:
         return Mask.FULL
     return rules.get(role)
+
+
+class ConditionRefused(PermissionDenied):
+    """A question's condition, sort, grouping or aggregate uses a column the asker sees masked.
+
+    Answering it would reveal the hidden value (a count of "RRNs starting with 87" narrows them
+    down), so the question is refused and the message says which condition and why, in the
+    question's language ("ko" or "en").
+    """
+
+    def __init__(self, *, role: str, entity: str, field: str, use: str, language: str = "ko"):
+        spec = ENTITIES[entity].fields[field]
+        if language == "en":
+            message = (
+                f"Cannot {_USE_EN.get(use, 'filter')} on {spec.label_en} ({field}): the column is "
+                f"masked for the {role} role, and using it in a condition would reveal the "
+                "hidden values. Ask without that condition."
+            )
+        else:
+            message = (
+                f"{spec.label}({field}) {_USE_KO.get(use, '조건')}은(는) 처리할 수 없습니다: "
+                f"{role_label(role)} 권한에서는 이 열이 가려져 있어, 조건·정렬·그룹·집계에 쓰면 "
+                "가려진 값이 드러납니다. 이 조건 없이 다시 물어봐 주세요."
+            )
+        super().__init__(message)
+        self.message, self.field, self.use, self.language = message, field, use, language
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_USE_KO = {"filter": "조건", "sort": "정렬", "group": "그룹", "aggregate": "집계"}
+_USE_EN = {"filter": "filter", "sort": "sort", "group": "group", "aggregate": "aggregate"}
+
+
+def masked_use(role: str, entity: str, used: dict[str, str]) -> tuple[str, str] | None:
+    """The first (field, use) that filters, sorts, groups or aggregates a column `role` sees
+    masked (or does not know); None when every use is allowed."""
+    for name, use in used.items():
+        if use == "select":
+            continue
+        if column_mask(role, entity, name) not in COMPARABLE_MASKS:
+            return name, use
+    return None
 
 
 def role_label(role: str) -> str:

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from kb.ords import OrdsError
 from kb.plans import PlanError
-from kb.policy import PolicyRefused
+from kb.policy import ConditionRefused, PolicyRefused
 from mcpserver import exchange, tool
 from mcpserver.auditing import RequestAuditor
 from mcpserver.gate import McpGate, _in_db_thread
@@ -84,6 +84,11 @@ def build_server() -> Server:
         except OrdsError as exc:
             if record is not None:
                 record.reason = "engine_error"
+            return tool.error_result(exc.message)
+        except ConditionRefused as exc:
+            # A condition on a column this user sees masked: refused, and the message says why.
+            if record is not None:
+                record.reason = "masked_condition"
             return tool.error_result(exc.message)
         except PlanError as exc:
             if record is not None:

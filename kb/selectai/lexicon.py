@@ -95,7 +95,8 @@ def analyse(text: str) -> list[Token]:
 # "form/TAG" matches one token with that form whose tag starts with TAG (used where the bare form
 # is ambiguous, e.g. "수" the count noun versus "수" in "볼 수 있어").
 #
-# kinds: noun (customer/contract/premium/payment), sold, measure, detail, list, history,
+# kinds: noun (customer/contract/premium/payment), sold, measure, detail, list, history, birth,
+# negate, text_op,
 # pay_status, contract_status, expire, future, recent, time, asof, new, order, agg, how_much,
 # extreme, rank, sort, most, group, dim, column, cmp, gender, mine, all, bypass.
 PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
@@ -247,6 +248,18 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
                                                    "end date")),
     ((("column", "payment_day"),), ("이체일", "납입일", "납입 일자", "payment day")),
     ((("column", "paid_date"),), ("납부일", "납부 일자", "paid date")),
+    # Birth: a year or date next to these is a birth date, never a join date ("1987년생").
+    ((("birth", True),), ("출생", "출생한", "태어난", "태어나/VV", "생년", "출생연도", "출생년도",
+                          "born", "birth year")),
+    # Exclusion: the value before a Korean word, or after an English one, is left out.
+    ((("negate", True),), ("제외", "제외한", "제외하고", "말고", "빼고", "뺀", "빼/VV", "아닌",
+                           "아니/VCN", "이외", "이외의", "외/NNB", "except", "excluding",
+                           "other than", "not", "non", "without")),
+    # A condition on a column's text ("주민번호가 87로 시작하는").
+    ((("text_op", "startswith"),), ("시작하는", "시작한다", "시작되는", "starts with",
+                                    "starting with", "begins with", "beginning with")),
+    ((("text_op", "contains"),), ("포함", "포함된", "포함하는", "들어간", "contains",
+                                  "containing")),
     # --- comparisons and filters ---------------------------------------------------------------
     ((("cmp", "gte"),), ("이상", "at least", "or more")),
     ((("cmp", "gt"),), ("초과", "넘/VV", "넘게", "over", "above", "more than", "greater than")),
@@ -279,7 +292,7 @@ NOT_NAMES = frozenset(
     "우수 기존 주요 장기 단골 신규 전체 모든 일반 여성 남성 해당 모든 이번 지난 고객 보험 "
     "계약 미납 납입 연체 최근 상위 하위 정상 휴면 전부 각각 개별 특정 해지 실효 유지 만기 "
     "대상 기준 관련 이런 저런 그런 어떤 무슨 우리 본인 담당 평균 신용 개인 법인 우량 휴면 잠재 "
-    "가망 핵심 관리 소속 고령 주소 해외 국내 기업 단체 주주".split()
+    "가망 핵심 관리 소속 고령 주소 해외 국내 기업 단체 주주 이외 제외 시작 포함".split()
 )
 
 

@@ -10,7 +10,9 @@ import datetime as dt
 import logging
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, MAX_LIMIT, PAYMENTS, TOOL_DEFAULT_LIMIT
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
@@ -25,32 +27,15 @@ MAX_PROMPT_CHARS = 2000
 MAX_WORD_CHARS = 64
 DEFAULT_TOP_N = 10
 
-CUSTOMERS, CONTRACTS, PAYMENTS = "customers", "contracts", "premium_payments"
-
-FIELDS: dict[str, tuple[str, ...]] = {
-    CUSTOMERS: ("customer_id", "customer_name", "birth_date", "gender", "phone", "rrn",
-                "planner_id", "planner_name", "branch_id", "branch_name", "grade", "joined_on",
-                "age", "age_group"),
-    CONTRACTS: ("contract_id", "customer_id", "customer_name", "planner_id", "planner_name",
-                "branch_id", "branch_name", "grade", "product_code", "product_name", "category",
-                "status", "start_date", "end_date", "monthly_premium", "sum_insured",
-                "payment_day"),
-    PAYMENTS: ("payment_id", "contract_id", "customer_id", "customer_name", "planner_id",
-               "planner_name", "branch_id", "branch_name", "grade", "product_code",
-               "product_name", "category", "due_month", "due_date", "amount", "status",
-               "paid_date"),
-}  # fmt: skip
+FIELDS: dict[str, frozenset[str]] = {name: spec.columns for name, spec in ENTITIES.items()}
+# Columns that identify a row, shown before any column a question asks for.
+IDENTITY_FIELDS: dict[str, list[str]] = {
+    name: list(spec.identity) for name, spec in ENTITIES.items()
+}
 
 CUSTOMER_DETAIL_FIELDS = ["customer_id", "customer_name", "birth_date", "age", "gender", "phone",
                           "rrn", "grade", "planner_id", "planner_name", "branch_id",
                           "branch_name", "joined_on"]  # fmt: skip
-
-# Columns that identify a row, shown before any column a question asks for.
-IDENTITY_FIELDS: dict[str, list[str]] = {
-    CUSTOMERS: ["customer_id", "customer_name"],
-    CONTRACTS: ["contract_id", "customer_id", "customer_name", "product_name"],
-    PAYMENTS: ["payment_id", "contract_id", "customer_name", "due_month"],
-}
 
 # Grouping dimension -> plan fields (ids kept next to names so equal names never merge).
 DIM_FIELDS: dict[str, list[str]] = {
@@ -113,6 +98,8 @@ class ParseResult:
     plan: dict | None
     interpretation: dict
     help: dict | None = None
+    unexpressed: list[str] = field(default_factory=list)  # conditions a plan cannot express
+    language: str = "ko"  # "en" when the question has no Korean in it
 
 
 class _Unmappable(Exception):
@@ -153,6 +140,13 @@ def parse_prompt(
         )
 
 
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+
+
+def question_language(text: str) -> str:
+    return "ko" if _HANGUL.search(text or "") else "en"
+
+
 def help_examples() -> list[str]:
     return list(HELP_EXAMPLES)
 
@@ -175,8 +169,8 @@ def _clamp_limit(limit: object) -> int:
     try:
         value = int(limit)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
-        value = 50
-    return min(max(value, 1), 100)
+        value = TOOL_DEFAULT_LIMIT
+    return min(max(value, 1), MAX_LIMIT)
 
 
 def _normalise(prompt: object) -> str:
@@ -225,6 +219,10 @@ class _Builder:
         self.applied_period: Period | None = None  # the period a filter was built from
         self._grouped: list[str] | None = None
         self.rank_unit: str | None = None  # what a ranking ranks (customer, planner, ...)
+        self.warn_ignored: list[str] = []  # ignored words that could change the answer
+        self.unexpressed: list[str] = []  # fields a condition named that a plan cannot express
+        self._negated: set[tuple[int, int]] | None = None
+        self._status_kind: str | None = None
 
     # -- helpers over features ----------------------------------------------------------------
 
@@ -289,6 +287,8 @@ class _Builder:
             "order_by": [],
             "limit": self.default_limit,
         }
+        self._birth_filters(entity, plan)
+        self._text_conditions(entity, plan)
         period, period_field = self._period_filter(entity, plan)
         self._vocabulary_filters(entity, plan)
         self._comparison_filters(entity, plan)
@@ -298,15 +298,24 @@ class _Builder:
         # The caller's limit is the contract: the question may ask for fewer rows, never more.
         plan["limit"] = min(_clamp_limit(plan["limit"]), self.default_limit)
         interpretation = self._interpretation(plan, family)
-        return ParseResult(plan=plan, interpretation=interpretation)
+        return ParseResult(
+            plan=plan,
+            interpretation=interpretation,
+            unexpressed=list(self.unexpressed),
+            language=question_language(self.text),
+        )
 
     def _has_domain_signal(self) -> bool:
         f = self.f
         domain_kinds = ("noun", "measure", "pay_status", "contract_status", "expire", "product",
                         "category", "branch", "planner", "grade", "history", "sold",
-                        "column")  # fmt: skip
+                        "column", "birth")  # fmt: skip
+        birth_years = any(
+            self._birth_context(n) for n in f.numbers if n.unit in ("year", "years", "decade_years")
+        )
         return bool(
-            f.customer_ids
+            birth_years
+            or f.customer_ids
             or f.contract_ids
             or f.customer_names
             or any(f.has(kind) for kind in domain_kinds)
@@ -461,12 +470,53 @@ class _Builder:
         return True
 
     def _eq_or_in(self, entity: str, plan: dict, fld: str, values: list, label: str) -> None:
+        """One condition on `fld`; excluded values ("자동차보험 제외") become ne/not_in."""
         if not values:
             return
-        if len(values) == 1:
-            self._add_filter(entity, plan, fld, "eq", values[0], label)
-        else:
-            self._add_filter(entity, plan, fld, "in", list(values), label)
+        excluded = self._excluded_values(fld, values)
+        kept = [v for v in values if v not in excluded]
+        if len(kept) == 1:
+            self._add_filter(entity, plan, fld, "eq", kept[0], label)
+        elif kept:
+            self._add_filter(entity, plan, fld, "in", list(kept), label)
+        if excluded:
+            op, value = ("ne", excluded[0]) if len(excluded) == 1 else ("not_in", excluded)
+            self._add_filter(entity, plan, fld, op, value, f"{label} 제외")
+
+    def _excluded_values(self, fld: str, values: list) -> list:
+        kind = self._status_kind if fld == "status" else _FILTER_KINDS.get(fld)
+        if kind is None:
+            return []
+        negated = self._negated_spans()
+        expiry = [m for _, m in self.f.kinds("expire")] if fld == "status" else []
+        return [
+            value
+            for value in values
+            if any((m.first, m.last) in negated for v, m in self.f.kinds(kind) if v == value)
+            or (value == "만기" and any((m.first, m.last) in negated for m in expiry))
+        ]
+
+    def _negated_spans(self) -> set[tuple[int, int]]:
+        """Value phrases an exclusion word points at: the one just before 제외/말고/빼고/아닌/이외,
+        or just after except/excluding/other than/not."""
+        if self._negated is not None:
+            return self._negated
+        values = [m for m in self.f.matches if any(k in _NEGATABLE for k, _ in m.payloads)]
+        spans: set[tuple[int, int]] = set()
+        for _, word in self.f.kinds("negate"):
+            if word.text.isascii():
+                after = [m for m in values if 0 < m.first - word.last <= 2]
+                target = after[0] if after else None
+            else:
+                before = [m for m in values if 0 < word.first - m.last <= 2]
+                target = before[-1] if before else None
+            if target is None:
+                self.ignored.append(word.text)
+                self.warn_ignored.append(word.text)
+            else:
+                spans.add((target.first, target.last))
+        self._negated = spans
+        return spans
 
     def _vocabulary_filters(self, entity: str, plan: dict) -> None:
         f, vocab = self.f, self.vocabulary
@@ -497,10 +547,11 @@ class _Builder:
         genders = f.values("gender")
         if len(genders) == 1 and "gender" not in self._grouped_dims():
             label = "성별 " + ("여성" if genders[0] == "F" else "남성")
-            self._add_filter(entity, plan, "gender", "eq", genders[0], label)
+            self._eq_or_in(entity, plan, "gender", genders, label)
 
         if entity == PAYMENTS:
             statuses = [s for s in f.values("pay_status") if s in vocab.payment_statuses]
+            self._status_kind = "pay_status"
             self._eq_or_in(entity, plan, "status", statuses, "납입상태 " + ", ".join(statuses))
             if f.values("contract_status"):
                 self.ignored.append("계약상태 " + ", ".join(f.values("contract_status")))
@@ -511,6 +562,7 @@ class _Builder:
             if self._expire_mode() == "expiring" and self._expiring_is_future():
                 statuses = statuses or (["유지"] if "유지" in vocab.contract_statuses else [])
             statuses = list(dict.fromkeys(statuses))
+            self._status_kind = "contract_status"
             self._eq_or_in(entity, plan, "status", statuses, "계약상태 " + ", ".join(statuses))
         elif f.values("contract_status") or f.values("pay_status"):
             self.ignored.append("상태 조건(고객 조회에는 상태가 없습니다)")
@@ -539,10 +591,21 @@ class _Builder:
                 self._add_filter(entity, plan, "age", op, number.value, f"나이 {number.value}세")
 
     def _money_numbers(self) -> list[NumberMention]:
+        english_cmp = {m.last + 1 for _, m in self.f.kinds("cmp")}
         return [
             n for n in self.f.numbers
-            if n.unit == "won" or (n.unit is None and n.value >= 1000 and n.modifier is not None)
+            if n.unit == "won" or (n.unit is None and n.value >= 1000
+                                   and (n.modifier is not None or n.first in english_cmp))
         ]  # fmt: skip
+
+    def _customer_joined(self) -> bool:
+        """'가입한 고객': the joining word describes the customer, not the contract."""
+        customers = [m for v, m in self.f.kinds("noun") if v == "customer"]
+        return any(
+            ("가입" in m.text or m.text.lower() == "joined")
+            and any(0 < c.first - m.last <= 2 for c in customers)
+            for _, m in self.f.kinds("new")
+        )
 
     def _comparison_filters(self, entity: str, plan: dict) -> None:
         f = self.f
@@ -566,6 +629,95 @@ class _Builder:
             if m.first == number.last + 1:
                 return value
         return None
+
+    # -- birth dates and conditions on a column's text ------------------------------------------
+
+    def _birth_context(self, number) -> bool:
+        """A year is a birth year next to 생 ("87년생"), 출생/태어난/born or a birth-date column."""
+        tokens = self.tokens
+        following = number.last + 1
+        if following < len(tokens) and tokens[following].form == "생":
+            return True
+        births = [m for _, m in self.f.kinds("birth")]
+        births += [m for v, m in self.f.kinds("column") if v == "birth_date"]
+        return any(-3 <= m.first - number.last <= 2 or 0 < number.first - m.last <= 3
+                   for m in births)  # fmt: skip
+
+    def _birth_filters(self, entity: str, plan: dict) -> None:
+        """'1987년생', '80년대생', '1990년 이후 출생', 'born before 1970', '생년월일이 …'."""
+        f = self.f
+        for number in list(f.numbers):
+            if number.unit not in ("year", "years", "decade_years") or not self._birth_context(
+                number
+            ):
+                continue
+            year = number.value
+            if year < 100:  # "87년생": the most recent such year up to the as-of date
+                century = self.as_of.year // 100 * 100
+                year = century + year if century + year <= self.as_of.year else century - 100 + year
+            last_year = year + 9 if number.unit == "decade_years" else year
+            label_year = f"{year}년대" if number.unit == "decade_years" else f"{year}년"
+            first_day, last_day = dt.date(year, 1, 1), dt.date(last_year, 12, 31)
+            if number.modifier == "from":
+                flt, label = ("gte", first_day.isoformat()), f"출생 {label_year} 이후"
+            elif number.modifier == "after":
+                flt = ("gt", last_day.isoformat())
+                label = f"출생 {label_year} 이후"
+            elif number.modifier == "before":
+                flt, label = ("lt", first_day.isoformat()), f"출생 {label_year} 이전"
+            else:
+                flt = ("between", [first_day.isoformat(), last_day.isoformat()])
+                label = f"출생 {label_year}"
+            f.numbers.remove(number)
+            self._add_filter(entity, plan, "birth_date", *flt, label)
+        birthday = [m for v, m in f.kinds("column") if v == "birth_date"] or (
+            [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
+        )
+        if not birthday:
+            return
+        for period in list(f.iso_periods):
+            if period.start == period.end:  # one day: "생년월일이 1987-02-11인"
+                f.iso_periods.remove(period)
+                day = period.start.isoformat()
+                self._add_filter(entity, plan, "birth_date", "eq", day, f"생년월일 {day}")
+        days = [n for n in f.numbers if n.unit in ("month", "days")]
+        if days:  # "생일이 2월 11일": a plan has no month-and-day condition
+            for number in days:
+                f.numbers.remove(number)
+            self.unexpressed.append("birth_date")
+            self.ignored.append("생일(월·일) 조건")
+            self.warn_ignored.append("생일(월·일) 조건")
+
+    def _text_conditions(self, entity: str, plan: dict) -> None:
+        """'주민번호가 87로 시작하는', '전화번호가 010-8962로 시작하는', '이름이 신으로 …'."""
+        f, tokens, text = self.f, self.tokens, self.text
+        operators = f.kinds("text_op")
+        if not operators:
+            return
+        for column, m in f.kinds("column"):
+            if column not in ("phone", "rrn", "customer_name"):
+                continue
+            op_match = next(((op, o) for op, o in operators if 0 < o.first - m.last <= 4), None)
+            if op_match is None:
+                continue
+            op, o = op_match
+            if o.text.isascii():  # "phone starts with 010-8962": the value follows
+                between = list(range(o.last + 1, min(o.last + 3, len(tokens))))
+            else:  # "전화번호가 010-8962로 시작하는": the value comes before
+                between = [i for i in range(m.last + 1, o.first) if tokens[i].tag != "NNG"
+                           or i not in f.recognised]  # fmt: skip
+            value_tokens = [i for i in between if tokens[i].tag in ("SN", "W_SERIAL", "NNG",
+                                                                    "NNP", "SL", "SH")]  # fmt: skip
+            if not value_tokens:
+                continue
+            at = value_tokens[0] if o.text.isascii() else value_tokens[-1]
+            value = text[tokens[at].start : tokens[at].end]
+            for number in [n for n in f.numbers if n.first == at]:
+                f.numbers.remove(number)
+            label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{_OP_LABELS[op]}"
+            self._add_filter(entity, plan, column, op, value, label)
+            if column == "customer_name":
+                f.customer_names[:] = [n for n in f.customer_names if n != value]
 
     # -- periods ------------------------------------------------------------------------------
 
@@ -622,7 +774,10 @@ class _Builder:
             return period, fld
         if entity == CONTRACTS:
             statuses = set(self.f.values("contract_status"))
-            if expire_mode is not None:
+            if expire_mode is None and self._customer_joined():
+                fld, label = "joined_on", "고객 가입일"  # "2024년에 가입한 고객의 계약"
+                period = period.clipped(not_after=self.as_of)
+            elif expire_mode is not None:
                 fld, label = "end_date", "만기일"
             elif statuses & {"해지", "실효"} and not self.f.has("new"):
                 # There is no termination/lapse date column; do not guess with start_date.
@@ -696,10 +851,10 @@ class _Builder:
                 group_dims.append(dim)
             else:
                 self.ignored.append(f"{DIM_LABELS[dim]}별 묶기")
-        if f.has("dim", "age_group") and "age_group" not in group_dims and entity == CUSTOMERS:
+        if f.has("dim", "age_group") and "age_group" not in group_dims:
             if not any(x["field"] in ("age", "age_group") for x in plan["filters"]):
                 group_dims.append("age_group")
-        if f.has("dim", "gender") and "gender" not in group_dims and entity == CUSTOMERS:
+        if f.has("dim", "gender") and "gender" not in group_dims:
             if not f.values("gender"):
                 group_dims.append("gender")
 
@@ -851,9 +1006,7 @@ class _Builder:
         if sort_column is not None:
             direction = "desc" if "desc_date" in order or f.has("sort", "desc") else "asc"
             plan["order_by"] = [{"field": sort_column, "direction": direction}]
-        date_field = {CUSTOMERS: "joined_on", CONTRACTS: "start_date", PAYMENTS: "due_month"}[
-            entity
-        ]
+        date_field = ENTITIES[entity].date_field
         if order and not plan["order_by"]:
             direction = "asc" if "asc_date" in order else "desc"
             plan["order_by"] = [{"field": date_field, "direction": direction}]
@@ -895,38 +1048,49 @@ class _Builder:
         return interpretation
 
     def _filter_text(self, plan: dict, family: str) -> str:
-        vocab = self.vocabulary
         parts = []
         for flt in plan["filters"]:
-            fld, op, value = flt["field"], flt["op"], flt["value"]
-            values = [str(v) for v in (value if isinstance(value, list) else [value])]
-            joined = "/".join(values)
-            if fld == "branch_id":
-                parts.append("/".join(vocab.branches.get(v, v) for v in values))
-            elif fld == "planner_id":
-                parts.append("/".join(vocab.planners.get(v, v) for v in values) + " 설계사")
-            elif fld == "product_code":
-                parts.append(
-                    "/".join(vocab.products[v].name for v in values if v in vocab.products)
-                )
-            elif fld == "category":
-                parts.append(f"{joined} 카테고리")
-            elif fld == "grade":
-                parts.append(f"{joined} 등급")
-            elif fld == "age_group":
-                parts.append(joined)
-            elif fld == "age":
-                text = "~".join(values) if op == "between" else f"{joined}세 {_OP_LABELS[op]}"
-                parts.append(f"나이 {text}".strip())
-            elif fld == "gender":
-                parts.append("여성" if value == "F" else "남성")
-            elif fld in ("customer_name", "customer_id", "contract_id"):
-                parts.append(joined)
-            elif fld in ("monthly_premium", "amount", "sum_insured"):
-                parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {_OP_LABELS[op]}")
-            elif fld == "status" and family != "expiring" and "미납" not in values:
-                parts.append(joined)
+            before = len(parts)
+            self._describe_filter(flt, family, parts)
+            if len(parts) > before and flt["op"] in ("ne", "not_in"):
+                parts[-1] = f"{parts[-1]} 제외"
         return " ".join(p for p in parts if p)
+
+    def _describe_filter(self, flt: dict, family: str, parts: list[str]) -> None:
+        vocab = self.vocabulary
+        fld, op, value = flt["field"], flt["op"], flt["value"]
+        values = [str(v) for v in (value if isinstance(value, list) else [value])]
+        joined = "/".join(values)
+        if op in ("startswith", "contains"):
+            parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} '{joined}'{_OP_LABELS[op]}")
+        elif fld == "birth_date" and op == "between":
+            first, last = values[0][:4], values[1][:4]
+            parts.append(f"{first}년생" if first == last else f"{first}~{last}년생")
+        elif fld == "branch_id":
+            parts.append("/".join(vocab.branches.get(v, v) for v in values))
+        elif fld == "planner_id":
+            parts.append("/".join(vocab.planners.get(v, v) for v in values) + " 설계사")
+        elif fld == "product_code":
+            parts.append("/".join(vocab.products[v].name for v in values if v in vocab.products))
+        elif fld == "category":
+            parts.append(f"{joined} 카테고리")
+        elif fld == "grade":
+            parts.append(f"{joined} 등급")
+        elif fld == "age_group":
+            parts.append(joined)
+        elif fld == "age":
+            text = "~".join(values) if op == "between" else f"{joined}세 {_OP_LABELS[op]}"
+            parts.append(f"나이 {text}".strip())
+        elif fld == "gender":
+            parts.append("여성" if value == "F" else "남성")
+        elif fld in ("customer_name", "customer_id", "contract_id"):
+            parts.append(joined)
+        elif fld in ("monthly_premium", "amount", "sum_insured"):
+            parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {_OP_LABELS[op]}")
+        elif fld == "status" and family != "expiring" and "미납" not in values:
+            parts.append(joined)
+        elif fld in ("birth_date", "joined_on") and op != "between":
+            parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} {joined} {_OP_LABELS[op]}")
 
     def _subject(self, plan: dict, family: str) -> str:
         entity = plan["entity"]
@@ -973,7 +1137,12 @@ class _Builder:
 
 
 _THRESHOLDS = ("gte", "gt", "lte", "lt")
-_OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이"}
+# The lexicon kind each filterable value comes from, for exclusions ("VIP 말고").
+_FILTER_KINDS = {"product_code": "product", "category": "category", "branch_id": "branch",
+                 "planner_id": "planner", "grade": "grade", "gender": "gender"}  # fmt: skip
+_NEGATABLE = frozenset({*_FILTER_KINDS.values(), "contract_status", "pay_status", "expire"})
+_OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이",
+              "ne": "제외", "startswith": "(으)로 시작", "contains": " 포함"}  # fmt: skip
 
 
 def _alias(fn: str, fld: str) -> str:

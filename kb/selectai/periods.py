@@ -18,6 +18,26 @@ _TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
 _RELATIVE_YEARS = {"this_year": 0, "last_year": -1, "year_before_last": -2, "next_year": 1}
 
 
+EARLIEST = dt.date(1900, 1, 1)
+
+
+def year_period(number: NumberMention, as_of: dt.date) -> Period:
+    """A calendar year, or an open range from or before it: "2023년", "2023년 이후", "before 2021".
+
+    Korean 이후/부터 and English "since" include the year; English "after" starts the next year;
+    이전 and "before" end before the year.
+    """
+    year = number.value
+    if number.modifier == "from":
+        return Period(dt.date(year, 1, 1), max(as_of, dt.date(year, 12, 31)), f"{year}년 이후")
+    if number.modifier == "after":
+        return Period(dt.date(year + 1, 1, 1), max(as_of, dt.date(year + 1, 12, 31)),
+                      f"{year}년 이후")  # fmt: skip
+    if number.modifier == "before":
+        return Period(EARLIEST, dt.date(year - 1, 12, 31), f"{year}년 이전")
+    return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")
+
+
 class PeriodResolver:
     """Resolves the period words and numbers of one prompt against the as-of date."""
 
@@ -94,8 +114,7 @@ class PeriodResolver:
                 f"{year}년 {name}",
             )
         if years:
-            year = years[0].value
-            return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")
+            return year_period(years[0], as_of)
         return None
 
     def _english_months(self) -> list[tuple[int, int | None]]:

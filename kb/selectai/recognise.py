@@ -33,8 +33,9 @@ _COUNTERS = {
     "명": "count", "개": "count", "건": "count", "곳": "count", "위": "count", "가지": "count",
     "등": "count", "개월": "months", "달": "months", "년": "years", "주": "weeks", "주일": "weeks",
     "일": "days", "월": "month", "세": "age", "살": "age", "대": "decade", "원": "won",
-    "분기": "quarter", "month": "months", "months": "months", "year": "years",
-    "years": "years", "week": "weeks", "weeks": "weeks", "day": "days", "days": "days",
+    "분기": "quarter", "년대": "decade_years", "month": "months", "months": "months",
+    "year": "years", "years": "years", "week": "weeks", "weeks": "weeks", "day": "days",
+    "days": "days",
 }  # fmt: skip
 _ENGLISH_COUNT_NOUNS = frozenset(
     "customers customer clients people items records rows contracts policies products branches "
@@ -44,8 +45,12 @@ _ENGLISH_COUNT_NOUNS = frozenset(
 _NUMBER_MODIFIERS = {
     "이내": "within", "내": "within", "안": "within", "안쪽": "within", "전": "ago", "후": "later",
     "뒤": "later", "간": "during", "동안": "during", "이상": "gte", "초과": "gt", "이하": "lte",
-    "미만": "lt", "넘게": "gt", "ago": "ago", "later": "later",
+    "미만": "lt", "넘게": "gt", "ago": "ago", "later": "later", "이후": "from", "부터": "from",
+    "이전": "before",
 }  # fmt: skip
+# English words before a year that say how it is meant ("after 1990", "since 2023").
+_YEAR_PREPOSITIONS = {"in": None, "during": None, "of": None, "born": None, "since": "from",
+                      "from": "from", "after": "after", "before": "before"}  # fmt: skip
 _NATIVE_DETERMINERS = {"한", "두", "세", "석", "서", "네", "넉", "너", "스무", "닷", "엿"}
 # Frequent Korean surnames: a customer name must start with one (names match by pattern only).
 _SURNAMES = set(
@@ -79,6 +84,7 @@ class Features:
     customer_names: list[str] = field(default_factory=list)
     iso_periods: list[Period] = field(default_factory=list)
     corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
+    recognised: set[int] = field(default_factory=set)  # token indices something above used
 
     def kinds(self, kind: str) -> list[tuple[object, Match]]:
         return [(value, m) for m in self.matches for k, value in m.payloads if k == kind]
@@ -142,6 +148,7 @@ def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]
     features.matches = sorted(features.matches + typos, key=lambda m: m.first)
     features.corrected = [(text[tokens[m.first].start : tokens[m.last].end], m.text) for m in typos]
     features.customer_names = _customer_names(tokens, text, features, blocked, lexicon.keys)
+    features.recognised = blocked
     return tokens, features
 
 
@@ -243,6 +250,8 @@ def _attach_counter(mention: NumberMention, tokens: list[Token], blocked: set[in
         unit = None
     elif unit == "years" and value >= 1900:
         unit = "year"  # "2026년" is a calendar year, "3년" a length of time
+    elif unit == "decade_years" and not (value % 10 == 0 and (value < 100 or 1900 <= value)):
+        unit = None
     elif unit == "days" and nxt.tag not in ("NNB", "SL"):
         unit = None
     if unit is not None:
@@ -254,8 +263,16 @@ def _attach_counter(mention: NumberMention, tokens: list[Token], blocked: set[in
 def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[int]) -> None:
     """이내/전/후/동안/이상/미만 right after the number ("3개월 이내", "10만원 이상")."""
     following = mention.last + 1
-    if mention.first > 0 and tokens[mention.first - 1].form == "within":
+    previous = tokens[mention.first - 1].form if mention.first > 0 else ""
+    if previous == "within":
         mention.modifier = "within"
+    elif (
+        mention.unit is None
+        and previous in _YEAR_PREPOSITIONS
+        and tokens[mention.first].tag == "SN"
+        and 1900 <= mention.value <= 2999
+    ):
+        mention.unit, mention.modifier = "year", _YEAR_PREPOSITIONS[previous]
     if following >= len(tokens) or following in blocked:
         return
     after = tokens[following]

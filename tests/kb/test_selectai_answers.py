@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kb.answering import answer_question, warm_up
+from kb.answering import ConditionRefused, answer_question, warm_up
 from kb.answers import ANSWER_JSON_SCHEMA
 from kb.models import Contract, Customer, PremiumPayment
 from kb.policy import PolicyRefused
@@ -374,10 +374,16 @@ def test_asking_for_more_never_returns_more_than_the_askers_scope(kb, stakeholde
         assert {r["customer_id"] for r in answer["rows"]} <= expected_customer_ids(stakeholder_id)
 
 
-def test_a_masked_column_in_a_condition_is_explained_not_failed(kb):
-    answer = ask("KB-H-001", "고객 전화번호 순으로")
-    assert answer["rows"] == []
-    assert "가려져" in answer["interpretation"]["help"]["message"]
+def test_a_condition_on_a_masked_column_is_refused_in_the_questions_language(kb):
+    with pytest.raises(ConditionRefused) as refused:
+        answer_question(stakeholder_id="KB-H-001", prompt="고객 전화번호 순으로", limit=10)
+    assert "전화번호(phone)" in refused.value.message and "가려져" in refused.value.message
+    with pytest.raises(ConditionRefused) as refused:
+        answer_question(
+            stakeholder_id="KB-H-001", prompt="customers whose rrn starts with 87", limit=10
+        )
+    assert "resident registration number (rrn)" in refused.value.message
+    assert "masked" in refused.value.message
 
 
 @pytest.mark.parametrize("stakeholder_id", ["KB-P-099", "KB-X-404", ""])

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kb.answering import answer_question, warm_up
+from kb.answering import ConditionRefused, answer_question, warm_up
 from kb.selectai.provider import (
     ProviderConfig,
     ProviderError,
@@ -242,9 +242,10 @@ def test_a_plan_using_a_column_masked_for_the_asker_falls_back(kb, use_model):
             }
         )
     )
-    answer = ask("전화번호가 010-1로 시작하는 고객", stakeholder_id="KB-H-001")
-    assert answer["interpretation"]["source"] == "builtin"
-    assert all(row.get("phone") is None for row in answer["rows"])
+    # The built-in parser reads the same condition and refuses it in words: hq never sees phones.
+    with pytest.raises(ConditionRefused, match="전화번호"):
+        ask("전화번호가 010-1로 시작하는 고객", stakeholder_id="KB-H-001")
+    assert len(use_model.requests) == 1
 
 
 def test_a_redirect_is_not_followed(kb, use_model):
