@@ -211,6 +211,8 @@ def rendered_answer(answer: dict) -> dict:
         "truncated": bool(answer.get("truncated")),
         "stakeholder": (answer.get("stakeholder") or {}).get("id", ""),
         "interpretation": interpretation.get("summary", ""),
+        "understood": interpretation.get("understood") or [],
+        "ignored": interpretation.get("ignored") or [],
         "help": help_.get("message", ""),
         "examples": help_.get("examples", []),
     }

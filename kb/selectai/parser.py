@@ -1034,18 +1034,58 @@ class _Builder:
         period_text = dates.describe(period, with_label=False) if period else ""
         subject = self._subject(plan, family)
         head = " ".join(x for x in (period_text, self._filter_text(plan, family), subject) if x)
+        self._unused_words(plan)
+        summary = f"{head}, {self.scope}, {plan['limit']}건"
+        if self.warn_ignored:
+            # Words that could change the answer were not used: say so where the answer starts.
+            words = ", ".join(dict.fromkeys(self.warn_ignored))
+            if question_language(self.text) == "en":
+                summary += f" (not used, the answer may differ from the question: {words})"
+            else:
+                summary += f" (반영하지 못한 말이 있어 질문과 다를 수 있습니다: {words})"
         interpretation = {
-            "summary": f"{head}, {self.scope}, {plan['limit']}건",
+            "summary": summary,
             "family": family,
             "scope": self.scope,
             "entity": plan["entity"],
-            "understood": list(dict.fromkeys(self.understood)),
+            "understood": list(dict.fromkeys([ENTITIES[plan["entity"]].label, *self.understood])),
+            "ignored": list(dict.fromkeys(self.ignored)),
         }
-        if self.ignored:
-            interpretation["ignored"] = list(dict.fromkeys(self.ignored))
         if self.notes:
             interpretation["notes"] = self.notes
         return interpretation
+
+    def _unused_words(self, plan: dict) -> None:
+        """Content words nothing read go to `ignored`; numbers, dates and names also warn."""
+        f, tokens, text = self.f, self.tokens, self.text
+        names = {
+            i
+            for i, t in enumerate(tokens)
+            if any(text[t.start : t.end] in name for name in f.customer_names)
+        }
+        said = " ".join(self.understood) + " " + str(plan)
+        for i, token in enumerate(tokens):
+            if i in f.recognised or i in names or token.tag not in _CONTENT_TAGS:
+                continue
+            if token.form in _FUNCTION_WORDS or (token.tag == "NNB" and len(token.form) == 1):
+                continue
+            word = text[token.start : token.end]
+            self.ignored.append(word)
+            if token.tag in _WARN_TAGS:
+                self.warn_ignored.append(word)
+        for number in f.numbers:
+            if self._number_used(number, plan, said):
+                continue
+            word = text[tokens[number.first].start : tokens[number.last].end]
+            self.ignored.append(word)
+            self.warn_ignored.append(word)
+
+    def _number_used(self, number: NumberMention, plan: dict, said: str) -> bool:
+        if number.unit in _TIME_UNITS and self.applied_period is not None:
+            return True
+        if number.value == plan["limit"] or str(number.value) in said:
+            return True
+        return f"{number.value:,}" in said
 
     def _filter_text(self, plan: dict, family: str) -> str:
         parts = []
@@ -1137,6 +1177,19 @@ class _Builder:
 
 
 _THRESHOLDS = ("gte", "gt", "lte", "lt")
+_TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
+# Words worth reporting as not understood: nouns, numbers, foreign words, adjectives.
+_CONTENT_TAGS = frozenset({"NNG", "NNP", "NNB", "SL", "SN", "SH", "XR", "W_SERIAL", "VA"})
+# Numbers, dates and names change which rows answer: when one is not used, the summary says so.
+_WARN_TAGS = frozenset({"NNP", "SN", "W_SERIAL", "SH"})
+# Words that carry no condition ("보여줘", "please show me the").
+_FUNCTION_WORDS = frozenset(
+    "보이 보여주 주 알리 알려주 하 있 없 되 싶 말하 찾 조회 뽑 출력 구하 확인 궁금 좀 것 거 수 등 "
+    "중 경우 번 때 데이터 자료 현황 결과 부탁 요청 전체 모든 기준 관련 대하 대한 해당 각 "
+    "please show me the a an of for with and or in on to is are was were what which who whose "
+    "list give get find how do does my all that this by their i want see tell about can could "
+    "would you display there have has our any from as at be been it its".split()
+)
 # The lexicon kind each filterable value comes from, for exclusions ("VIP 말고").
 _FILTER_KINDS = {"product_code": "product", "category": "category", "branch_id": "branch",
                  "planner_id": "planner", "grade": "grade", "gender": "gender"}  # fmt: skip

@@ -434,3 +434,26 @@ def test_the_callers_limit_is_an_upper_bound_the_question_cannot_raise(kb, promp
     answer = ask("KB-H-001", prompt, limit=5)
     assert len(answer["rows"]) == 5  # the head office sees far more than five
     assert answer["truncated"] is True
+
+
+def test_the_words_that_shaped_the_plan_and_the_words_left_over_are_both_reported(kb):
+    interpretation = ask("KB-P-001", "VIP 고객 보여줘 xyzzy")["interpretation"]
+    assert "등급 VIP" in interpretation["understood"]
+    assert interpretation["ignored"] == ["xyzzy"]
+    assert "반영하지 못한" not in interpretation["summary"]  # a stray word changes nothing
+
+
+@pytest.mark.parametrize(
+    "prompt, word",
+    [("생일이 2월 11일인 고객", "생일"), ("고객 목록 K9 구역 7777", "7777")],
+)
+def test_an_ignored_number_date_or_condition_is_said_in_the_summary(kb, prompt, word):
+    interpretation = ask("KB-P-001", prompt)["interpretation"]
+    assert any(word in item for item in interpretation["ignored"])
+    assert "반영하지 못한 말" in interpretation["summary"] and word in interpretation["summary"]
+
+
+def test_an_english_question_is_warned_in_english(kb):
+    interpretation = ask("KB-P-001", "customers in sector 7777")["interpretation"]
+    assert "7777" in interpretation["ignored"]
+    assert "not used" in interpretation["summary"]

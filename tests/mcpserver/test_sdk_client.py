@@ -52,3 +52,15 @@ def test_a_planner_and_a_branch_manager_get_different_policy_exact_rows(server, 
     assert manager_customers - world.visible_customers["KB-P-001"]
     # Column policy: the branch manager sees phone numbers with the middle masked.
     assert all("****" in row["phone"] for row in manager_rows if row.get("phone"))
+
+
+def test_a_condition_on_a_masked_column_is_a_tool_error_that_says_why(server, world):
+    token = world.tokens["KB-H-001"]
+    _, _, korean = asyncio.run(list_and_call(server.mcp, token, "주민번호가 87로 시작하는 고객 수"))
+    _, _, english = asyncio.run(
+        list_and_call(server.mcp, token, "customers whose rrn starts with 87")
+    )
+    assert korean.is_error and english.is_error
+    assert "주민등록번호(rrn)" in korean.content[0].text and "가려져" in korean.content[0].text
+    assert "(rrn)" in english.content[0].text and "masked" in english.content[0].text
+    assert korean.structured_content is None  # no rows, not even a count

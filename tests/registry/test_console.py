@@ -134,3 +134,13 @@ def test_masked_columns_are_marked_in_the_table(console, django_db_blocker):
     # A branch manager sees phone numbers with the middle masked; the column says so.
     assert 'class="masked" data-column="phone"' in html
     assert "-****-" in html
+
+
+def test_the_console_shows_the_words_used_and_the_words_left_over(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(
+            client, stakeholder="KB-P-001", prompt="VIP 고객 보여줘 xyzzy", action="call"
+        ).content.decode()
+    assert 'id="understood"' in body and "등급 VIP" in body
+    assert 'id="ignored"' in body and "xyzzy" in body
