@@ -5,8 +5,9 @@ import json
 from django.conf import settings
 from mcp import types
 
-TOOL_NAME = "ords.query.kb_select_ai_vpd"
-LIMIT_MIN, LIMIT_MAX = 1, 100
+from kb.catalogue import MAX_LIMIT as LIMIT_MAX
+from kb.catalogue import MIN_LIMIT as LIMIT_MIN
+from kb.catalogue import TOOL_DEFAULT_LIMIT, TOOL_NAME
 
 
 class ArgumentError(ValueError):
@@ -29,7 +30,7 @@ def input_schema() -> dict:
                 "type": "integer",
                 "minimum": LIMIT_MIN,
                 "maximum": LIMIT_MAX,
-                "default": 50,
+                "default": TOOL_DEFAULT_LIMIT,
                 "description": "Maximum number of rows to return (1-100).",
             },
         },
@@ -67,7 +68,7 @@ def checked_arguments(arguments: object) -> tuple[str, int]:
         raise ArgumentError("prompt must be a non-empty string")
     if len(prompt) > settings.MCP_PROMPT_MAX_LENGTH:
         raise ArgumentError(f"prompt is longer than {settings.MCP_PROMPT_MAX_LENGTH} characters")
-    limit = arguments.get("limit", 50)
+    limit = arguments.get("limit", TOOL_DEFAULT_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise ArgumentError("limit must be an integer from 1 to 100")
     if not LIMIT_MIN <= limit <= LIMIT_MAX:

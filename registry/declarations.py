@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from core.outbound import UnsafeUrl, checked_url
+from kb.catalogue import TOOL_NAME
 
 KB_PROVIDER = "kb_vpd_streamable_http"
 VECTOR_PROVIDER = "kb_vector"
@@ -21,7 +22,7 @@ TRANSPORTS = (STREAMABLE_HTTP,)
 ROUTER_MODES = ("direct", "llm")
 AUTH_DELIVERIES = ("per_request_vpd_bearer", "service_token_env", "none")
 
-KB_TOOL_NAME = "ords.query.kb_select_ai_vpd"
+KB_TOOL_NAME = TOOL_NAME
 DEFAULT_KB_BASE_URL_ENV = "KB_MCP_BASE_URL"
 DEFAULT_TIMEOUT_ENV = "POC3_MCP_TIMEOUT_SECONDS"
 

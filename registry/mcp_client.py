@@ -22,6 +22,7 @@ import httpx
 import mcp.types as mcp_types
 from pydantic import ValidationError
 
+from kb.catalogue import MAX_LIMIT, MIN_LIMIT
 from registry.declarations import (
     DEFAULT_KB_BASE_URL_ENV,
     DEFAULT_TIMEOUT_ENV,
@@ -40,7 +41,7 @@ from registry.tokens import (
 REQUESTED_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 CLIENT_INFO = {"name": "hyperbook", "title": "hyperbook MCP client", "version": "0.1.0"}
-LIMIT_MIN, LIMIT_MAX = 1, 100
+LIMIT_MIN, LIMIT_MAX = MIN_LIMIT, MAX_LIMIT
 DEFAULT_LIMIT = 50
 DEFAULT_TIMEOUT_SECONDS = 90
 
