@@ -2,36 +2,34 @@
 
 Rows are limited by the policy's filter in every query and, on PostgreSQL, also by row-level
 security: the read runs as the reader role with the stakeholder's context set for its transaction
-only. Columns are masked here after fetch, identically on every database.
+only. Columns are masked here after fetch, identically on every database (a withheld column is not
+even read).
+
+A plan runs as ONE parameterised SQL statement, compiled once per plan *shape* (entity, fields,
+filter fields and operators, grouping, aggregates, sort, the role's masks and the policy's row
+filter) and kept in a small bounded cache. The compiler is given the shape only, never a value, so
+nothing a user wrote can reach the SQL text; values are bound as parameters on every call. Why SQL
+written here rather than a queryset compiled by the ORM: a queryset's parameters cannot be mapped
+back to the plan's values without guessing (Django rewrites dates, LIKE patterns and lists), while
+every fragment below is a plain reading of the ORM lookup it replaces, and the vendor-specific parts
+(quoting, date extraction, LIKE operators and casts, value adaptation) come from Django's own
+backend. tests/kb/test_vpd_compiled.py checks the answers against the ORM over generated plans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import datetime as dt
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DatabaseError, connections, router, transaction
-from django.db.models import (
-    Avg,
-    Case,
-    Count,
-    ExpressionWrapper,
-    F,
-    IntegerField,
-    Max,
-    Min,
-    Q,
-    QuerySet,
-    Sum,
-    Value,
-    When,
-)
-from django.db.models.functions import Cast, ExtractYear
 
 from kb.answers import answer_build, json_value
 from kb.models import Customer, Stakeholder
-from kb.plans import AgeBand, Filter, Kind, Plan, PlanError, aggregate_label, plan_parse
+from kb.plans import ENTITIES, AgeBand, Kind, Plan, PlanError, aggregate_label, plan_parse
 from kb.policy import (
     COMPARABLE_MASKS,
     CONTEXT_STAKEHOLDER,
@@ -46,9 +44,9 @@ from kb.policy import (
 )
 from kb.selectors import kb_as_of_date
 
-AGE = "hb_age"
-AGE_GROUP = "hb_age_group"
-_AGGREGATES = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max}
+# Distinct shapes seen by a running server are few (the parser's families times roles); a model
+# provider could propose more, and the oldest are then compiled again.
+COMPILED_SHAPES_MAX = 512
 
 
 class MaskedColumnError(PlanError):
@@ -71,38 +69,25 @@ def execute_plan(
     parsed = plan_parse(plan.as_dict() if isinstance(plan, Plan) else plan)
     masks = _column_masks(parsed, stakeholder.role)
     columns = _output_columns(parsed, masks)
+    scope_paths, scope_values = _row_filter(stakeholder, parsed.spec.customer_path)
+    using = router.db_for_read(Customer)
+    compiled = _compile(_shape(parsed, masks, columns, scope_paths, using))
     as_of = kb_as_of_date()
+    connection = connections[using]
+    request = _Request(parsed, scope_values, as_of, connection)
+    params = [bind(request) for bind in compiled.binders]
     with _reader_context(stakeholder):
-        records, truncated = _fetch(
-            parsed,
-            stakeholder=stakeholder,
-            masks=masks,
-            as_of=as_of,
-            output=[name for name, _label in columns if name in parsed.spec.fields],
-        )
-
-    spec = parsed.spec
-    aggregate_fields = {agg.alias: agg.field for agg in parsed.aggregates}
-    # (name, queryset key, mask, is an age group); aggregates are over comparable columns only.
-    cells = [
-        (
-            name,
-            _ref(parsed, name),
-            Mask.FULL if name in aggregate_fields else masks[name],
-            name in spec.fields and spec.fields[name].kind is Kind.AGE_GROUP,
-        )
-        for name, _label in columns
+        records = _fetch(connection, compiled.sql, params)
+    truncated = len(records) > parsed.limit
+    rows = [
+        {
+            name: json_value(cell(value))
+            for (name, cell), value in zip(compiled.cells, record, strict=True)
+        }
+        for record in records[: parsed.limit]
     ]
-    rows = []
-    for record in records:
-        row = {}
-        for name, key, mask, age_group in cells:
-            value = record[key]
-            if age_group and value is not None:
-                value = f"{value}대"
-            row[name] = json_value(value if mask is Mask.FULL else mask_value(mask, value))
-        rows.append(row)
 
+    aggregate_fields = {agg.alias: agg.field for agg in parsed.aggregates}
     masked = [
         name
         for name, _label in columns
@@ -162,128 +147,381 @@ def _output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]
     return columns
 
 
-# --- query ------------------------------------------------------------------------------------
+def _row_filter(stakeholder: Stakeholder, customer_path: str) -> tuple[tuple, tuple]:
+    """The policy's own row filter (kb.policy.visible_customers_q) as (ORM paths, values).
+
+    The policy writes it as equalities ANDed together (none for hq); anything else it may say one
+    day is refused here rather than half understood.
+    """
+    q = visible_customers_q(stakeholder, customer_path=customer_path)
+    if q.negated or (q.connector != "AND" and len(q.children) > 1):
+        raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
+    if not all(isinstance(child, tuple) for child in q.children):
+        raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
+    return tuple(path for path, _ in q.children), tuple(value for _, value in q.children)
 
 
-def _ref(plan: Plan, name: str) -> str:
-    """The queryset name under which a field (or aggregate alias) is selected."""
-    spec = plan.spec
-    if name not in spec.fields:
-        return f"hb_agg_{[agg.alias for agg in plan.aggregates].index(name)}"
-    kind = spec.fields[name].kind
-    if kind is Kind.AGE:
-        return AGE
-    if kind is Kind.AGE_GROUP:
-        return AGE_GROUP
-    return spec.fields[name].path
+def _fetch(connection, sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
-def _age_expression(path: str, as_of, *, year_only: bool):
-    age = Value(as_of.year) - Cast(ExtractYear(path), IntegerField())
-    if not year_only:
-        birthday_ahead = Q(**{f"{path}__month__gt": as_of.month}) | Q(
-            **{f"{path}__month": as_of.month, f"{path}__day__gt": as_of.day}
-        )
-        age = age - Case(When(birthday_ahead, then=Value(1)), default=Value(0))
-    return ExpressionWrapper(age, output_field=IntegerField())
+# --- one statement per plan shape -------------------------------------------------------------
 
 
-def _queryset(plan: Plan, *, stakeholder: Stakeholder, masks, as_of, output) -> QuerySet:
-    spec = plan.spec
-    qs = spec.model.objects.filter(
-        visible_customers_q(stakeholder, customer_path=spec.customer_path)
+class _Shape(NamedTuple):
+    """Everything the SQL depends on, and nothing a user typed: no value is in here."""
+
+    using: str
+    entity: str
+    columns: tuple[str, ...]  # the answer's columns: fields, then aggregate aliases
+    filters: tuple[tuple, ...]  # (field, op, value shape)
+    group_by: tuple[str, ...]
+    aggregates: tuple  # kb.plans.Aggregate (fn, field, alias)
+    order_by: tuple  # kb.plans.OrderBy (key, descending)
+    grouped: bool
+    masks: tuple[tuple[str, Mask], ...]
+    scope_paths: tuple[str, ...]  # the policy's row filter, by ORM path
+
+
+def _shape(plan: Plan, masks: dict, columns: list, scope_paths: tuple, using: str) -> _Shape:
+    return _Shape(
+        using=using,
+        entity=plan.entity,
+        columns=tuple(name for name, _label in columns),
+        filters=tuple((f.field, f.op, _value_shape(f.value)) for f in plan.filters),
+        group_by=plan.group_by,
+        aggregates=plan.aggregates,
+        order_by=plan.order_by,
+        grouped=plan.grouped,
+        masks=tuple(masks.items()),
+        scope_paths=scope_paths,
     )
-    needed = dict.fromkeys([*output, *plan.referenced_fields()])
-    derived = [spec.fields[name] for name in needed if spec.fields[name].derived]
-    if derived:
-        year_only = any(masks[f.name] is Mask.FROM_BIRTH_YEAR for f in derived)
-        qs = qs.annotate(**{AGE: _age_expression(derived[0].path, as_of, year_only=year_only)})
-        qs = qs.annotate(
-            **{
-                AGE_GROUP: ExpressionWrapper(
-                    F(AGE) / Value(10) * Value(10), output_field=IntegerField()
-                )
-            }
+
+
+def _value_shape(value: object):
+    """What of a filter value changes the SQL: null, an open age band, a list's length."""
+    if isinstance(value, tuple):
+        return tuple(_value_shape(item) for item in value)
+    if value is None:
+        return "null"
+    if isinstance(value, AgeBand):
+        return "band" if value.hi is not None else "open band"
+    return "value"
+
+
+class _Request(NamedTuple):
+    """What a statement's parameters are bound from."""
+
+    plan: Plan
+    scope: tuple  # the row filter's values, in the order of the shape's scope_paths
+    as_of: dt.date
+    connection: object
+
+
+# A binder computes one parameter of the statement from the request, in placeholder order.
+Binder = Callable[[_Request], object]
+
+
+class _Compiled(NamedTuple):
+    sql: str
+    binders: tuple[Binder, ...]
+    cells: tuple[tuple[str, Callable], ...]  # (column, fetched value -> shown value), in order
+
+
+class _Frag(NamedTuple):
+    """A piece of SQL with its parameters' binders, in order of their placeholders."""
+
+    sql: str
+    binders: tuple = ()
+
+
+def _join(separator: str, frags) -> _Frag:
+    frags = list(frags)
+    return _Frag(separator.join(f.sql for f in frags), tuple(b for f in frags for b in f.binders))
+
+
+def _constant(value) -> Binder:
+    return lambda r: value
+
+
+_SYMBOLS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+# Pattern operators as the ORM path had them: (Django lookup, pattern around the escaped value).
+_PATTERNS = {"contains": ("icontains", "%{}%"), "startswith": ("startswith", "{}%")}
+_AGGREGATE_SQL = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "min": "MIN", "max": "MAX"}
+# What the ORM's output fields make of an aggregate: Count and Sum of integers are int, Avg of
+# integers a float (PostgreSQL's AVG is numeric); Min and Max keep the column's type.
+_AGGREGATE_PYTHON = {"count": int, "sum": int, "avg": float}
+
+
+@functools.lru_cache(maxsize=COMPILED_SHAPES_MAX)
+def _compile(shape: _Shape) -> _Compiled:
+    return _Compiler(shape).compiled()
+
+
+class _Compiler:
+    """Writes the one statement for a shape: what the ORM path wrote, lookup by lookup."""
+
+    def __init__(self, shape: _Shape):
+        self.shape = shape
+        self.spec = ENTITIES[shape.entity]
+        self.connection = connections[shape.using]
+        self.quote = self.connection.ops.quote_name
+        self.masks = dict(shape.masks)
+        self.joins: dict[tuple[str, ...], tuple[str, str]] = {}  # ORM path prefix -> (alias, SQL)
+        # Age is computed from the birth YEAR only when the role sees it that way (as before).
+        names = [*shape.columns, *(f[0] for f in shape.filters), *shape.group_by]
+        names += [a.field for a in shape.aggregates if a.field] + [o.key for o in shape.order_by]
+        self.year_only = any(
+            self.masks.get(name) is Mask.FROM_BIRTH_YEAR
+            for name in names
+            if name in self.spec.fields and self.spec.fields[name].derived
         )
-    for item in plan.filters:
-        qs = qs.filter(_filter_q(item, _ref(plan, item.field), spec.fields[item.field].kind))
-    return qs
 
+    def compiled(self) -> _Compiled:
+        shape, spec = self.shape, self.spec
+        fields = [name for name in shape.columns if name in spec.fields]
+        select = [self.selected(name) for name in fields]
+        select += [self.aggregate(agg) for agg in shape.aggregates]
+        where = [self.scope_condition(path, i) for i, path in enumerate(shape.scope_paths)]
+        where += [self.condition(i, *item) for i, item in enumerate(shape.filters)]
+        tail: list[_Frag] = []
+        if not shape.grouped:
+            orders = [self.order(self.value(o.key), o.descending) for o in shape.order_by]
+            orders.append(_Frag(f"{self.value(spec.key).sql} ASC"))
+            tail = [_Frag(" ORDER BY "), _join(", ", orders)]
+        elif shape.group_by:
+            # Grouped and sorted by position in the select list: an expression with parameters
+            # (age) would otherwise have to be written, and matched, twice.
+            position = {name: i for i, name in enumerate(shape.columns, start=1)}
+            keys = ", ".join(str(position[name]) for name in shape.group_by)
+            orders = [self.order(_Frag(str(position[o.key])), o.descending) for o in shape.order_by]
+            # Ties are broken by the group keys, so answers are stable across databases.
+            orders += [self.order(_Frag(str(position[name])), False) for name in shape.group_by]
+            tail = [_Frag(f" GROUP BY {keys} ORDER BY "), _join(", ", orders)]
+        if not shape.grouped or shape.group_by:
+            # One more row than the limit tells whether the answer was cut.
+            tail.append(_Frag(" LIMIT %s", (lambda r: r.plan.limit + 1,)))
+        table = f"{self.quote(spec.model._meta.db_table)} t0"
+        joins = "".join(f" {sql}" for _alias, sql in self.joins.values())
+        parts = [_Frag("SELECT "), _join(", ", select), _Frag(f" FROM {table}{joins}")]
+        if where:
+            parts += [_Frag(" WHERE "), _join(" AND ", where)]
+        statement = _join("", parts + tail)
+        cells = tuple((name, self.cell(name)) for name in shape.columns)
+        return _Compiled(statement.sql, statement.binders, cells)
 
-def _fetch(
-    plan: Plan, *, stakeholder: Stakeholder, masks, as_of, output: list[str]
-) -> tuple[list[dict], bool]:
-    qs = _queryset(plan, stakeholder=stakeholder, masks=masks, as_of=as_of, output=output)
-    aggregates = {
-        _ref(plan, agg.alias): _AGGREGATES[agg.fn](_ref(plan, agg.field) if agg.field else "*")
-        for agg in plan.aggregates
-    }
-    if plan.grouped and not plan.group_by:
-        return [qs.aggregate(**aggregates)], False
+    # columns and expressions
 
-    orders = [
-        F(_ref(plan, order.key)).desc(nulls_last=True)
-        if order.descending
-        else F(_ref(plan, order.key)).asc(nulls_last=True)
-        for order in plan.order_by
-    ]
-    if plan.grouped:
-        keys = [_ref(plan, name) for name in plan.group_by]
-        qs = qs.values(*keys)
-        qs = qs.annotate(**aggregates) if aggregates else qs.distinct()
-        # Ties are broken by the group keys, so answers are stable across databases.
-        qs = qs.order_by(*orders, *[F(key).asc(nulls_last=True) for key in keys])
-    else:
-        spec = plan.spec
-        refs = dict.fromkeys(_ref(plan, name) for name in output)
-        qs = qs.order_by(*orders, F(spec.fields[spec.key].path).asc()).values(*refs)
-    records = list(qs[: plan.limit + 1])
-    return records[: plan.limit], len(records) > plan.limit
+    def column(self, path: str):
+        """(SQL, model field, may be null) of an ORM path, joining what it walks through."""
+        model, alias, outer = self.spec.model, "t0", False
+        parts = path.split("__")
+        try:
+            for depth, part in enumerate(parts[:-1], start=1):
+                field = model._meta.get_field(part)
+                if not (field.many_to_one and field.concrete):
+                    raise ImproperlyConfigured(f"kb.vpd joins foreign keys only: {path}")
+                outer = outer or field.null
+                key = tuple(parts[:depth])
+                if key not in self.joins:
+                    target = f"t{len(self.joins) + 1}"
+                    join = "LEFT OUTER JOIN" if outer else "INNER JOIN"
+                    table = self.quote(field.related_model._meta.db_table)
+                    self.joins[key] = (
+                        target,
+                        f"{join} {table} {target} ON {alias}.{self.quote(field.column)}"
+                        f" = {target}.{self.quote(field.target_field.column)}",
+                    )
+                alias, model = self.joins[key][0], field.related_model
+            field = model._meta.get_field(parts[-1])
+        except FieldDoesNotExist as exc:
+            raise ImproperlyConfigured(f"kb.vpd cannot resolve the ORM path {path!r}") from exc
+        return f"{alias}.{self.quote(field.column)}", field, outer or field.null
 
+    def extract(self, part: str, column: str) -> _Frag:
+        sql, params = self.connection.ops.date_extract_sql(part, column, ())
+        return _Frag(sql, tuple(_constant(p) for p in params))
 
-def _filter_q(item: Filter, ref: str, kind: Kind) -> Q:
-    op, value = item.op, item.value
-    if kind is Kind.AGE_GROUP:
-        return _age_band_q(op, value)
-    if op in ("eq", "ne"):
-        q = Q(**{f"{ref}__isnull": True}) if value is None else Q(**{ref: value})
-        return ~q if op == "ne" else q
-    if op in ("in", "not_in"):
-        q = Q(**{f"{ref}__in": list(value)})
-        return ~q if op == "not_in" else q
-    if op == "between":
-        return Q(**{f"{ref}__range": value})
-    if op == "contains":
-        return Q(**{f"{ref}__icontains": value})
-    return Q(**{f"{ref}__{op}": value})  # gt, gte, lt, lte
-
-
-def _band_q(band: AgeBand) -> Q:
-    q = Q(**{f"{AGE}__gte": band.lo})
-    return q & Q(**{f"{AGE}__lte": band.hi}) if band.hi is not None else q
-
-
-def _age_band_q(op: str, value) -> Q:
-    nothing = Q(pk__in=[])
-    if op in ("eq", "ne"):
-        return ~_band_q(value) if op == "ne" else _band_q(value)
-    if op in ("in", "not_in"):
-        q = Q()
-        for band in value:
-            q |= _band_q(band)
-        return ~q if op == "not_in" else q
-    if op == "between":
-        low, high = value
-        return Q(**{f"{AGE}__gte": low.lo}) & (
-            Q(**{f"{AGE}__lte": high.hi}) if high.hi is not None else Q()
+    def age(self, path: str) -> _Frag:
+        """Age at the as-of date: as-of year - birth year, less one before the birthday."""
+        column = self.column(path)[0]
+        year = self.extract("year", column)
+        age = _join(
+            "",
+            [
+                _Frag("(%s - CAST(", (lambda r: r.as_of.year,)),
+                year,
+                _Frag(" AS integer)"),
+            ],
         )
-    if op == "gt":
-        return Q(**{f"{AGE}__gt": value.hi}) if value.hi is not None else nothing
-    if op == "gte":
-        return Q(**{f"{AGE}__gte": value.lo})
-    if op == "lt":
-        return Q(**{f"{AGE}__lt": value.lo})
-    return Q(**{f"{AGE}__lte": value.hi}) if value.hi is not None else Q()  # lte
+        if not self.year_only:
+            month, day = self.extract("month", column), self.extract("day", column)
+            month_of = (lambda r: r.as_of.month,)
+            day_of = (lambda r: r.as_of.day,)
+            ahead = _join(
+                "",
+                [
+                    _Frag(" - CASE WHEN ("),
+                    month,
+                    _Frag(" > %s OR (", month_of),
+                    month,
+                    _Frag(" = %s AND ", month_of),
+                    day,
+                    _Frag(" > %s)) THEN 1 ELSE 0 END", day_of),
+                ],
+            )
+            age = _join("", [age, ahead])
+        return _join("", [age, _Frag(")")])
+
+    def value(self, name: str) -> _Frag:
+        """A field's value expression."""
+        field = self.spec.fields[name]
+        if field.kind is Kind.AGE:
+            return self.age(field.path)
+        if field.kind is Kind.AGE_GROUP:
+            return _join("", [_Frag("("), self.age(field.path), _Frag(" / 10 * 10)")])
+        return _Frag(self.column(field.path)[0])
+
+    def selected(self, name: str) -> _Frag:
+        # A withheld column is shown as null whatever it holds: it is not read at all.
+        return _Frag("NULL") if self.masks[name] is Mask.WITHHELD else self.value(name)
+
+    def aggregate(self, agg) -> _Frag:
+        argument = self.value(agg.field) if agg.field else _Frag("*")
+        return _join("", [_Frag(f"{_AGGREGATE_SQL[agg.fn]}("), argument, _Frag(")")])
+
+    def order(self, expression: _Frag, descending: bool) -> _Frag:
+        direction = "DESC" if descending else "ASC"
+        return _join("", [expression, _Frag(f" {direction} NULLS LAST")])
+
+    def cell(self, name: str) -> Callable:
+        """fetched value -> the value shown, with the column's mask (as kb.policy says)."""
+        if name not in self.spec.fields:
+            fn = next(a.fn for a in self.shape.aggregates if a.alias == name)
+            python = _AGGREGATE_PYTHON.get(fn)
+            # Aggregates are over comparable columns only: never masked.
+            return (lambda v: v if v is None else python(v)) if python else (lambda v: v)
+        mask = self.masks[name]
+        if self.spec.fields[name].kind is Kind.AGE_GROUP:
+            return lambda v: v if v is None else mask_value(mask, f"{v}대")
+        # SQLite returns dates as their ISO text, PostgreSQL as dates: json_value writes both as
+        # the same text, and a YEAR_ONLY mask keeps the same four digits of either.
+        return functools.partial(mask_value, mask)
+
+    # conditions
+
+    def scope_condition(self, path: str, index: int) -> _Frag:
+        column, field, _null = self.column(path)
+
+        def bind(r):
+            return field.get_db_prep_value(r.scope[index], r.connection)
+
+        return _Frag(f"{column} = %s", (bind,))
+
+    def condition(self, index: int, name: str, op: str, shape) -> _Frag:
+        field = self.spec.fields[name]
+        if field.kind is Kind.AGE_GROUP:
+            return self.age_band_condition(index, op, shape, self.age(field.path))
+        if field.kind is Kind.AGE:
+            lhs, model_field, nullable = self.age(field.path), None, False
+        else:
+            column, model_field, nullable = self.column(field.path)
+            lhs = _Frag(column)
+        connection = self.connection  # for the SQL only; values are prepared per request
+
+        def param(*position) -> Binder:
+            def bind(r):
+                value = r.plan.filters[index].value
+                for i in position:
+                    value = value[i]
+                if model_field is None:
+                    return value
+                return model_field.get_db_prep_value(value, r.connection)
+
+            return bind
+
+        if op in ("eq", "ne"):
+            if shape == "null":
+                test = _join("", [lhs, _Frag(" IS NULL")])
+            else:
+                test = _join("", [lhs, _Frag(" = %s", (param(),))])
+            return self.negated(test, lhs, nullable and shape != "null") if op == "ne" else test
+        if op in ("in", "not_in"):
+            marks = ", ".join(["%s"] * len(shape))
+            test = _join(
+                "", [lhs, _Frag(f" IN ({marks})", tuple(param(i) for i in range(len(shape))))]
+            )
+            return self.negated(test, lhs, nullable) if op == "not_in" else test
+        if op == "between":
+            return _join("", [lhs, _Frag(" BETWEEN %s AND %s", (param(0), param(1)))])
+        if op in _PATTERNS:
+            lookup, pattern = _PATTERNS[op]
+            ops = connection.ops
+            cast = ops.lookup_cast(lookup, model_field.get_internal_type())
+            rhs = connection.operators[lookup]
+
+            def like(r):
+                text = r.connection.ops.prep_for_like_query(r.plan.filters[index].value)
+                return pattern.format(text)
+
+            return _Frag(f"{cast % lhs.sql} {rhs}", (*lhs.binders, like))
+        if op in _SYMBOLS:
+            return _join("", [lhs, _Frag(f" {_SYMBOLS[op]} %s", (param(),))])
+        raise PlanError(f"알 수 없는 연산자입니다: {op!r}", code="unknown_op")  # fail closed
+
+    @staticmethod
+    def negated(test: _Frag, lhs: _Frag, nullable: bool) -> _Frag:
+        # As the ORM negates a lookup on a column that may be null: rows with null match.
+        if nullable:
+            return _join("", [_Frag("NOT ("), test, _Frag(" AND "), lhs, _Frag(" IS NOT NULL)")])
+        return _join("", [_Frag("NOT ("), test, _Frag(")")])
+
+    def age_band_condition(self, index: int, op: str, shape, age: _Frag) -> _Frag:
+        """Age groups compare the age with the band's bounds ("60대 이상" has no upper one)."""
+
+        def bound(end: str, *position) -> Binder:
+            def bind(r):
+                band = r.plan.filters[index].value
+                for i in position:
+                    band = band[i]
+                return getattr(band, end)
+
+            return bind
+
+        def compare(symbol: str, end: str, *position) -> _Frag:
+            return _join("", [age, _Frag(f" {symbol} %s", (bound(end, *position),))])
+
+        def within(band_shape, *position) -> _Frag:
+            low = compare(">=", "lo", *position)
+            if band_shape == "open band":
+                return low
+            return _join(
+                "", [_Frag("("), low, _Frag(" AND "), compare("<=", "hi", *position), _Frag(")")]
+            )
+
+        if op in ("eq", "ne"):
+            test = within(shape)
+            return _join("", [_Frag("NOT ("), test, _Frag(")")]) if op == "ne" else test
+        if op in ("in", "not_in"):
+            test = _join(" OR ", [within(s, i) for i, s in enumerate(shape)])
+            test = _join("", [_Frag("("), test, _Frag(")")])
+            return _join("", [_Frag("NOT "), test]) if op == "not_in" else test
+        if op == "between":
+            low = compare(">=", "lo", 0)
+            if shape[1] == "open band":
+                return low
+            return _join("", [_Frag("("), low, _Frag(" AND "), compare("<=", "hi", 1), _Frag(")")])
+        if op == "gt":
+            return compare(">", "hi") if shape == "band" else _Frag("1 = 0")  # nothing is older
+        if op == "gte":
+            return compare(">=", "lo")
+        if op == "lt":
+            return compare("<", "lo")
+        if op == "lte":
+            return compare("<=", "hi") if shape == "band" else _Frag("1 = 1")  # everyone is
+        raise PlanError(f"알 수 없는 연산자입니다: {op!r}", code="unknown_op")  # fail closed
 
 
 # --- database context -------------------------------------------------------------------------
