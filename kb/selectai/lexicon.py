@@ -329,11 +329,18 @@ class Lexicon:
                 i += 1
                 continue
             found = None
-            for last in range(min(n, i + MAX_SPAN) - 1, i - 1, -1):
-                if any(k in blocked for k in range(i, last + 1)):
-                    continue
-                surface = _squash(text[tokens[i].start : tokens[last].end])
-                forms = "".join(t.form for t in tokens[i : last + 1])
+            # Keys for the spans starting at i, grown one token at a time (up to a blocked one),
+            # then tried longest first.
+            spans: list[tuple[int, str, str]] = []
+            surface = forms = ""
+            for last in range(i, min(n, i + MAX_SPAN)):
+                if last in blocked:
+                    break
+                start = tokens[i].start if last == i else tokens[last - 1].end
+                surface += _squash(text[start : tokens[last].end])
+                forms += tokens[last].form
+                spans.append((last, surface, forms))
+            for last, surface, forms in reversed(spans):
                 payloads = self._by_key.get(surface) or self._by_key.get(forms)
                 if payloads:
                     found = Match(payloads, i, last, text[tokens[i].start : tokens[last].end])

@@ -85,9 +85,18 @@ class Features:
     iso_periods: list[Period] = field(default_factory=list)
     corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
     recognised: set[int] = field(default_factory=set)  # token indices something above used
+    _by_kind: dict | None = field(default=None, repr=False)
 
     def kinds(self, kind: str) -> list[tuple[object, Match]]:
-        return [(value, m) for m in self.matches for k, value in m.payloads if k == kind]
+        # The builder asks dozens of times per prompt; matches are final once recognised, so
+        # they are indexed by kind on the first question.
+        if self._by_kind is None:
+            by_kind: dict[str, list[tuple[object, Match]]] = {}
+            for m in self.matches:
+                for k, value in m.payloads:
+                    by_kind.setdefault(k, []).append((value, m))
+            self._by_kind = by_kind
+        return self._by_kind.get(kind, [])
 
     def values(self, kind: str) -> list:
         return list(dict.fromkeys(value for value, _ in self.kinds(kind)))
