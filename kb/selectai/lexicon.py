@@ -191,7 +191,11 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
                         "시작", "시작된", "개시", "new", "joined", "signed", "opened", "started")),
     ((("order", "desc_date"),), ("최신순", "최근순", "최신", "최근 순", "가입일 순", "latest",
                                  "newest")),
-    ((("order", "asc_date"),), ("오래된 순", "오래된순", "oldest")),
+    ((("order", "asc_date"),), ("오래된 순", "오래된순", "오래된", "오래 된", "먼저 가입한",
+                                "oldest", "earliest")),
+    # Age in words: "가장 젊은 고객" ranks by age, youngest first.
+    ((("rank", "bottom"), ("measure", "age")), ("젊은", "젊/VA", "어린", "나이 어린", "나이가 어린",
+                                                "youngest", "younger")),
     # "계약일 순으로": sort by the column just named.
     ((("order", "by_column"),), ("순/NN", "순서", "순서로", "sorted by", "order by")),
     # --- aggregates, ranking, grouping -------------------------------------------------------
@@ -351,11 +355,30 @@ class Lexicon:
                         found = Match(payloads, i, i, text[tokens[i].start : tokens[i].end])
                         break
             if found is None:
+                matches += self._compound(tokens[i], i)
                 i += 1
                 continue
             matches.append(found)
             i = found.last + 1
         return matches
+
+    def _compound(self, token: Token, i: int) -> list[Match]:
+        """A noun Kiwi kept whole ("유지계약목록"), read as known words end to end, or nothing."""
+        word = token.form
+        if not token.tag.startswith("NN") or len(word) < 4:
+            return []
+        pieces: list[Match] = []
+        start = 0
+        while start < len(word):
+            for end in range(len(word), start, -1):  # the longest known word first
+                payloads = self._by_key.get(word[start:end])
+                if payloads and end - start >= 2:
+                    pieces.append(Match(payloads, i, i, word[start:end]))
+                    start = end
+                    break
+            else:
+                return []
+        return pieces if len(pieces) > 1 else []
 
     def typo_matches(self, tokens: Sequence[Token], text: str, blocked: set[int]) -> list[Match]:
         """Recover common typos ("보험로", "고겍", "계악") in runs of tokens nothing matched.

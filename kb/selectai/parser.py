@@ -310,11 +310,13 @@ class _Builder:
         domain_kinds = ("noun", "measure", "pay_status", "contract_status", "expire", "product",
                         "category", "branch", "planner", "grade", "history", "sold",
                         "column", "birth")  # fmt: skip
+        people = any(n.counter == "명" for n in f.numbers)  # "가장 최근에 가입한 5명"
         birth_years = any(
             self._birth_context(n) for n in f.numbers if n.unit in ("year", "years", "decade_years")
         )
         return bool(
-            birth_years
+            people
+            or birth_years
             or f.customer_ids
             or f.contract_ids
             or f.customer_names
@@ -1010,6 +1012,8 @@ class _Builder:
         if order and not plan["order_by"]:
             direction = "asc" if "asc_date" in order else "desc"
             plan["order_by"] = [{"field": date_field, "direction": direction}]
+            label = ENTITIES[entity].fields[date_field].label
+            self.understood.append(f"{label} {'오래된 순' if direction == 'asc' else '최신순'}")
         if entity == PAYMENTS:
             if not plan["order_by"] or plan["order_by"][0]["field"] == "due_month":
                 direction = plan["order_by"][0]["direction"] if plan["order_by"] else "desc"

@@ -14,13 +14,7 @@ from tests.kb.selectai_suite import CASES, FAMILIES, by_family
 from tests.kb.truth import assert_policy_exact
 
 # case id -> what the parser does instead (from answer["interpretation"]["plan"]).
-KNOWN_MISSES: dict[str, str] = {
-    "paraphrase-13": "유지계약목록 (no spaces) is not split: no plan, help answer",
-    "ranking-01": "가장 최근에 가입한 5명 (no entity word): no plan, help answer",
-    "ranking-04": "가장 오래된 계약 -> ordered by contract_id, not start_date",
-    "ranking-09": "가장 젊은 not read: first 3 by customer_id",
-    "ranking-11": "가입한 지 가장 오래된 -> customer_name eq '오래된': no rows",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _param(case):
