@@ -80,10 +80,7 @@ def execute_plan(
         records = _fetch(connection, compiled.sql, params)
     truncated = len(records) > parsed.limit
     rows = [
-        {
-            name: json_value(cell(value))
-            for (name, cell), value in zip(compiled.cells, record, strict=True)
-        }
+        {name: cell(value) for (name, cell), value in zip(compiled.cells, record, strict=True)}
         for record in records[: parsed.limit]
     ]
 
@@ -227,7 +224,7 @@ Binder = Callable[[_Request], object]
 class _Compiled(NamedTuple):
     sql: str
     binders: tuple[Binder, ...]
-    cells: tuple[tuple[str, Callable], ...]  # (column, fetched value -> shown value), in order
+    cells: tuple[tuple[str, Callable], ...]  # (column, fetched value -> JSON value), in order
 
 
 class _Frag(NamedTuple):
@@ -397,18 +394,20 @@ class _Compiler:
         return _join("", [expression, _Frag(f" {direction} NULLS LAST")])
 
     def cell(self, name: str) -> Callable:
-        """fetched value -> the value shown, with the column's mask (as kb.policy says)."""
+        """fetched value -> the answer's JSON value, with the column's mask (as kb.policy says)."""
         if name not in self.spec.fields:
             fn = next(a.fn for a in self.shape.aggregates if a.alias == name)
             python = _AGGREGATE_PYTHON.get(fn)
             # Aggregates are over comparable columns only: never masked.
-            return (lambda v: v if v is None else python(v)) if python else (lambda v: v)
+            return (lambda v: v if v is None else json_value(python(v))) if python else json_value
         mask = self.masks[name]
         if self.spec.fields[name].kind is Kind.AGE_GROUP:
-            return lambda v: v if v is None else mask_value(mask, f"{v}대")
+            return lambda v: v if v is None else json_value(mask_value(mask, f"{v}대"))
+        if mask is Mask.FULL:
+            return json_value  # mask_value(Mask.FULL, v) is v
         # SQLite returns dates as their ISO text, PostgreSQL as dates: json_value writes both as
         # the same text, and a YEAR_ONLY mask keeps the same four digits of either.
-        return functools.partial(mask_value, mask)
+        return lambda v: json_value(mask_value(mask, v))
 
     # conditions
 
@@ -539,12 +538,13 @@ def _reader_context(stakeholder: Stakeholder) -> Iterator[None]:
     if connection.vendor != "postgresql":
         # No database-side context to scope here, and on SQLite a transaction would take the
         # write lock (IMMEDIATE mode), queueing every read behind audit writes.
-        stored = (
-            Stakeholder.objects.using(using)
-            .filter(pk=stakeholder.pk)
-            .values_list("role", "branch_id", "status")
-            .first()
-        )
+        table = connection.ops.quote_name(Stakeholder._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT role, branch_id, status FROM {table} WHERE stakeholder_id = %s",  # noqa: S608
+                [stakeholder.pk],
+            )
+            stored = cursor.fetchone()
         _recheck_stakeholder(stakeholder, stored)
         yield
         return
