@@ -25,9 +25,10 @@ from kb.policy import (
     column_mask,
     masked_use,
 )
-from kb.selectai.parser import DEFAULT_SCOPE, SCOPE_BY_ROLE, help_examples, parse_prompt
+from kb.selectai.parser import help_examples, parse_prompt
 from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
+from kb.selectai.wording import DEFAULT_SCOPE, SCOPE_BY_ROLE
 from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute_plan
 

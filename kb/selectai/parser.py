@@ -20,6 +20,26 @@ from .lexicon import Match
 from .periods import PeriodResolver
 from .recognise import NumberMention, recognise
 from .vocabulary import Vocabulary
+from .wording import (
+    AGG_LABELS,
+    DEFAULT_SCOPE,
+    DIM_LABELS,
+    HELP_EXAMPLES,
+    HELP_FOOTER,
+    MEASURE_LABELS,
+    NO_DOMAIN,
+    NO_QUESTION,
+    NO_SQL,
+    OP_LABELS,
+    PARSE_FAILED,
+    SCOPE_BY_ROLE,
+    UNMAPPABLE_SUMMARY,
+    WIDENING_NOTE,
+    agg_label,
+    filter_text,
+    subject,
+    summary,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,33 +71,9 @@ DIM_FIELDS: dict[str, list[str]] = {
     "contract": ["contract_id"],
     "month": ["due_month"],
 }
-DIM_LABELS = {"branch": "지점", "planner": "설계사", "product": "상품", "category": "카테고리",
-              "grade": "등급", "status": "상태", "gender": "성별", "age_group": "연령대",
-              "customer": "고객", "contract": "계약", "month": "월"}  # fmt: skip
 RANKABLE_DIMS = {"planner", "branch", "product", "category", "grade"}
-UNIT_COUNTERS = {"customer": "명", "planner": "명", "branch": "곳"}
 # Dimensions whose natural order is the key itself (a time series, an age ladder).
 ORDERED_DIMS = {"month", "age_group"}
-
-SCOPE_BY_ROLE = {"planner": "담당 고객 기준", "branch_manager": "우리 지점 기준",
-                 "hq_analyst": "전사 기준"}  # fmt: skip
-DEFAULT_SCOPE = "조회 권한 범위 기준"
-
-MEASURE_LABELS = {"amount": "보험료", "monthly_premium": "월보험료", "sum_insured": "가입금액",
-                  "age": "나이"}  # fmt: skip
-AGG_LABELS = {"sum": "합계", "avg": "평균", "min": "최소", "max": "최대", "count": "수"}
-
-HELP_EXAMPLES = [
-    "담당 고객 목록 보여줘",
-    "고객 C0001 상세 정보",
-    "이번 달 미납 보험료",
-    "최근 3개월 자동차보험 납입 내역",
-    "다음 달 만기 예정 계약",
-    "지점별 월보험료 합계",
-    "보험료 상위 5명 고객",
-    "연령대별 고객 수",
-    "VIP 고객의 유지 계약",
-]
 
 _SQL = re.compile(
     r"\bselect\s+(?:\*|distinct\b|count\s*\()|\bselect\b[^;]{0,200}?\bfrom\b[^;]{0,200}?"
@@ -125,19 +121,15 @@ def parse_prompt(
         default_limit = _clamp_limit(limit)
         text = _normalise(prompt)
         if not text:
-            raise _Unmappable("질문이 비어 있습니다.")
+            raise _Unmappable(NO_QUESTION)
         if _SQL.search(text):
-            raise _Unmappable(
-                "SQL 문은 실행하지 않습니다. 알고 싶은 내용을 자연어로 물어봐 주세요."
-            )
+            raise _Unmappable(NO_SQL)
         return _Builder(text, vocabulary, as_of, scope, default_limit).build()
     except _Unmappable as exc:
         return _help_result(exc.message, scope)
     except Exception:  # the tool must answer even if a rule above has a bug
         log.exception("selectai parse failed")
-        return _help_result(
-            "질문을 해석하는 중 문제가 생겼습니다. 다른 표현으로 물어봐 주세요.", scope
-        )
+        return _help_result(PARSE_FAILED, scope)
 
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
@@ -153,13 +145,13 @@ def help_examples() -> list[str]:
 
 def _help_result(message: str, scope: str) -> ParseResult:
     interpretation = {
-        "summary": f"해석할 수 없는 질문입니다, {scope}",
+        "summary": UNMAPPABLE_SUMMARY.format(scope=scope),
         "family": "unknown",
         "scope": scope,
         "understood": [],
     }
     help_ = {
-        "message": f"{message} 고객·계약·보험료(납입/미납)에 대한 질문을 이해할 수 있습니다.",
+        "message": f"{message} {HELP_FOOTER}",
         "examples": help_examples(),
     }
     return ParseResult(plan=None, interpretation=interpretation, help=help_)
@@ -267,11 +259,9 @@ class _Builder:
     def build(self) -> ParseResult:
         f = self.f
         if not self._has_domain_signal():
-            raise _Unmappable("질문에서 고객·계약·보험료와 관련된 내용을 찾지 못했습니다.")
+            raise _Unmappable(NO_DOMAIN)
         if f.has("all") or f.has("bypass"):
-            self.notes.append(
-                f"'전체/모든/정책 무시' 같은 표현은 조회 범위를 넓히지 않습니다 ({self.scope})."
-            )
+            self.notes.append(WIDENING_NOTE.format(scope=self.scope))
 
         for written, read_as in f.corrected:
             self.understood.append(f"'{written}'을(를) '{read_as}'(으)로 읽음")
@@ -354,7 +344,7 @@ class _Builder:
             direction = "asc" if threshold.modifier in ("lt", "lte") else "desc"
             by_count = True
             self.ignored.append(
-                f"'{threshold.value}{threshold.counter or ''} {_OP_LABELS[threshold.modifier]}' "
+                f"'{threshold.value}{threshold.counter or ''} {OP_LABELS[threshold.modifier]}' "
                 "조건은 직접 적용할 수 없어 건수 순으로 정렬했습니다"
             )
         if direction is None:
@@ -623,7 +613,7 @@ class _Builder:
             else:
                 self.ignored.append(f"금액 조건 {number.value:,}원")
                 continue
-            label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원 {_OP_LABELS[op]}"
+            label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원 {OP_LABELS[op]}"
             self._add_filter(entity, plan, fld, op, number.value, label)
 
     def _cmp_after(self, number: NumberMention) -> str | None:
@@ -716,7 +706,7 @@ class _Builder:
             value = text[tokens[at].start : tokens[at].end]
             for number in [n for n in f.numbers if n.first == at]:
                 f.numbers.remove(number)
-            label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{_OP_LABELS[op]}"
+            label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{OP_LABELS[op]}"
             self._add_filter(entity, plan, column, op, value, label)
             if column == "customer_name":
                 f.customer_names[:] = [n for n in f.customer_names if n != value]
@@ -919,7 +909,7 @@ class _Builder:
         for dim in dims:
             self.understood.append(f"{DIM_LABELS[dim]}별")
         for agg in aggregates:
-            self.understood.append(_agg_label(agg))
+            self.understood.append(agg_label(agg))
         if dims:
             first_dim = dims[0]
             if first_dim in ORDERED_DIMS:
@@ -975,7 +965,7 @@ class _Builder:
         plan["group_by"] = [x for d in group_dims for x in DIM_FIELDS[d]]
         plan["aggregates"] = [agg]
         plan["order_by"] = [{"field": agg["as"], "direction": direction}]
-        self.understood.append(f"{_agg_label(agg)} {label_dir} {rank['n']}")
+        self.understood.append(f"{agg_label(agg)} {label_dir} {rank['n']}")
         return "top_n"
 
     def _requested_columns(self, entity: str, plan: dict) -> None:
@@ -1036,19 +1026,20 @@ class _Builder:
     def _interpretation(self, plan: dict, family: str) -> dict:
         period = self.applied_period
         period_text = dates.describe(period, with_label=False) if period else ""
-        subject = self._subject(plan, family)
-        head = " ".join(x for x in (period_text, self._filter_text(plan, family), subject) if x)
+        dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
+        dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
+        conditions = filter_text(plan, family, self.vocabulary)
+        head = " ".join(x for x in (period_text, conditions, subject(plan, family, dims)) if x)
         self._unused_words(plan)
-        summary = f"{head}, {self.scope}, {plan['limit']}건"
-        if self.warn_ignored:
-            # Words that could change the answer were not used: say so where the answer starts.
-            words = ", ".join(dict.fromkeys(self.warn_ignored))
-            if question_language(self.text) == "en":
-                summary += f" (not used, the answer may differ from the question: {words})"
-            else:
-                summary += f" (반영하지 못한 말이 있어 질문과 다를 수 있습니다: {words})"
         interpretation = {
-            "summary": summary,
+            # Words that could change the answer but were not used are said where it starts.
+            "summary": summary(
+                head,
+                self.scope,
+                plan["limit"],
+                warn=self.warn_ignored,
+                language=question_language(self.text),
+            ),
             "family": family,
             "scope": self.scope,
             "entity": plan["entity"],
@@ -1091,94 +1082,6 @@ class _Builder:
             return True
         return f"{number.value:,}" in said
 
-    def _filter_text(self, plan: dict, family: str) -> str:
-        parts = []
-        for flt in plan["filters"]:
-            before = len(parts)
-            self._describe_filter(flt, family, parts)
-            if len(parts) > before and flt["op"] in ("ne", "not_in"):
-                parts[-1] = f"{parts[-1]} 제외"
-        return " ".join(p for p in parts if p)
-
-    def _describe_filter(self, flt: dict, family: str, parts: list[str]) -> None:
-        vocab = self.vocabulary
-        fld, op, value = flt["field"], flt["op"], flt["value"]
-        values = [str(v) for v in (value if isinstance(value, list) else [value])]
-        joined = "/".join(values)
-        if op in ("startswith", "contains"):
-            parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} '{joined}'{_OP_LABELS[op]}")
-        elif fld == "birth_date" and op == "between":
-            first, last = values[0][:4], values[1][:4]
-            parts.append(f"{first}년생" if first == last else f"{first}~{last}년생")
-        elif fld == "branch_id":
-            parts.append("/".join(vocab.branches.get(v, v) for v in values))
-        elif fld == "planner_id":
-            parts.append("/".join(vocab.planners.get(v, v) for v in values) + " 설계사")
-        elif fld == "product_code":
-            parts.append("/".join(vocab.products[v].name for v in values if v in vocab.products))
-        elif fld == "category":
-            parts.append(f"{joined} 카테고리")
-        elif fld == "grade":
-            parts.append(f"{joined} 등급")
-        elif fld == "age_group":
-            parts.append(joined)
-        elif fld == "age":
-            text = "~".join(values) if op == "between" else f"{joined}세 {_OP_LABELS[op]}"
-            parts.append(f"나이 {text}".strip())
-        elif fld == "gender":
-            parts.append("여성" if value == "F" else "남성")
-        elif fld in ("customer_name", "customer_id", "contract_id"):
-            parts.append(joined)
-        elif fld in ("monthly_premium", "amount", "sum_insured"):
-            parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {_OP_LABELS[op]}")
-        elif fld == "status" and family != "expiring" and "미납" not in values:
-            parts.append(joined)
-        elif fld in ("birth_date", "joined_on") and op != "between":
-            parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} {joined} {_OP_LABELS[op]}")
-
-    def _subject(self, plan: dict, family: str) -> str:
-        entity = plan["entity"]
-        unpaid = any(x["field"] == "status" and x["value"] == "미납" for x in plan["filters"])
-        if family == "customer_detail":
-            return "고객 상세"
-        if family == "expiring":
-            return "만기 예정 계약"
-        if plan["aggregates"]:
-            dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
-            dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
-            what = ", ".join(self._aggregate_text(entity, a, unpaid) for a in plan["aggregates"])
-            if family == "top_n" and dims:
-                direction = "상위" if plan["order_by"][0]["direction"] == "desc" else "하위"
-                unit = dims[0]
-                counter = UNIT_COUNTERS.get(unit, "개")
-                return f"{what} {direction} {plan['limit']}{counter} {DIM_LABELS[unit]}"
-            by = "".join(f"{DIM_LABELS[d]}별 " for d in dims)
-            return f"{by}{what}"
-        noun = {CUSTOMERS: "고객 목록", CONTRACTS: "계약 목록", PAYMENTS: "보험료 납입 내역"}[
-            entity
-        ]
-        if unpaid:
-            noun = "미납 보험료"
-        if family == "top_n" and plan["order_by"]:
-            order = plan["order_by"][0]
-            direction = "상위" if order["direction"] == "desc" else "하위"
-            noun = {CUSTOMERS: "고객", CONTRACTS: "계약"}.get(entity, noun)
-            measure = MEASURE_LABELS.get(order["field"], order["field"])
-            counter = "명" if entity == CUSTOMERS else "건"
-            return f"{measure} {direction} {plan['limit']}{counter} {noun}"
-        return noun
-
-    @staticmethod
-    def _aggregate_text(entity: str, agg: dict, unpaid: bool) -> str:
-        if agg["fn"] == "count":
-            if entity == PAYMENTS:
-                return "미납 건수" if unpaid else "납입 건수"
-            return "고객 수" if entity == CUSTOMERS else "계약 건수"
-        label = MEASURE_LABELS.get(agg["field"], agg["field"])
-        if unpaid and agg["field"] == "amount":
-            label = "미납 금액"
-        return f"{label} {AGG_LABELS[agg['fn']]}"
-
 
 _THRESHOLDS = ("gte", "gt", "lte", "lt")
 _TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
@@ -1198,17 +1101,9 @@ _FUNCTION_WORDS = frozenset(
 _FILTER_KINDS = {"product_code": "product", "category": "category", "branch_id": "branch",
                  "planner_id": "planner", "grade": "grade", "gender": "gender"}  # fmt: skip
 _NEGATABLE = frozenset({*_FILTER_KINDS.values(), "contract_status", "pay_status", "expire"})
-_OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이",
-              "ne": "제외", "startswith": "(으)로 시작", "contains": " 포함"}  # fmt: skip
 
 
 def _alias(fn: str, fld: str) -> str:
     if fn == "sum":
         return f"total_{fld}"
     return f"{fn}_{fld}"
-
-
-def _agg_label(agg: dict) -> str:
-    if agg["fn"] == "count":
-        return "건수"
-    return f"{MEASURE_LABELS.get(agg['field'], agg['field'])} {AGG_LABELS[agg['fn']]}"
