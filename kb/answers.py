@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 
+from kb.catalogue import MAX_LIMIT, MIN_LIMIT
+
 ANSWER_JSON_SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "KB VPD answer",
@@ -40,7 +42,7 @@ ANSWER_JSON_SCHEMA: dict = {
         },
         "row_count": {"type": "integer", "minimum": 0},
         "truncated": {"type": "boolean", "description": "more rows existed than the limit"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+        "limit": {"type": "integer", "minimum": MIN_LIMIT, "maximum": MAX_LIMIT},
         "masked_columns": {
             "type": "array",
             "items": {"type": "string"},
