@@ -1,5 +1,8 @@
 """Select AI accuracy per question family over the prompt suite (tests/kb/selectai_suite.py).
 
+A second table scores the held-out set (tests/kb/selectai_heldout.py): questions written after the
+parser was tuned on the suite and not used to tune it.
+
     .venv/bin/python bench/selectai_accuracy.py
     .venv/bin/python bench/selectai_accuracy.py --verbose     # also each wrong case and why
 
@@ -30,11 +33,12 @@ def child() -> None:
 
     call_command("migrate", verbosity=0)
     call_command("load_kb_demo", stdout=io.StringIO())
+    from tests.kb.selectai_heldout import CASES as HELDOUT
     from tests.kb.selectai_suite import CASES
     from tests.kb.truth import assert_policy_exact
 
     results, wrong = [], []
-    for case in CASES:
+    for case in [*CASES, *HELDOUT]:
         correct, exact = True, None
         try:
             case.run()
@@ -47,12 +51,32 @@ def child() -> None:
                 exact = True
             except Exception:
                 exact = False
-        results.append({"family": case.family, "correct": correct, "exact": exact})
+        results.append(
+            {
+                "family": case.family,
+                "heldout": case.id.startswith("heldout-"),
+                "correct": correct,
+                "exact": exact,
+            }
+        )
     childproc.print_result({"results": results, "wrong": wrong})
 
 
 def report(result: dict, verbose: bool) -> None:
-    results = result["results"]
+    suite = [r for r in result["results"] if not r.get("heldout")]
+    heldout = [r for r in result["results"] if r.get("heldout")]
+    print("prompt suite (the parser was tuned on it)")
+    table(suite)
+    if heldout:
+        print("\nheld-out set (written after tuning, not used to tune)")
+        table(heldout)
+    checked = [r["exact"] for r in result["results"] if r["exact"] is not None]
+    print(f"policy-exact answers (both sets): {sum(checked) / len(checked):.1%} of {len(checked)}")
+    for line in result["wrong"] if verbose else []:
+        print("  wrong:", line)
+
+
+def table(results: list[dict]) -> None:
     print(f"{'family':14} {'cases':>5} {'correct':>7} {'accuracy':>8}")
     for family in dict.fromkeys(r["family"] for r in results):
         rows = [r for r in results if r["family"] == family]
@@ -60,10 +84,6 @@ def report(result: dict, verbose: bool) -> None:
         print(f"{family:14} {len(rows):5} {correct:7} {correct / len(rows):8.1%}")
     correct = sum(r["correct"] for r in results)
     print(f"{'all':14} {len(results):5} {correct:7} {correct / len(results):8.1%}")
-    checked = [r["exact"] for r in results if r["exact"] is not None]
-    print(f"policy-exact answers: {sum(checked) / len(checked):.1%} of {len(checked)}")
-    for line in result["wrong"] if verbose else []:
-        print("  wrong:", line)
 
 
 def main() -> int:
