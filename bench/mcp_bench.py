@@ -6,6 +6,8 @@
     .venv/bin/python bench/mcp_bench.py --variant small:MCP_MAX_BODY_BYTES=4096
                                                         # also ours[small] with that environment
     .venv/bin/python bench/mcp_bench.py --profile DIR   # then py-spy passes (not measured)
+    .venv/bin/python bench/mcp_bench.py --methods tools/call --repeat 5 --source before=/tmp/old
+                                                        # also ours[before] from another tree
 
 What runs (everything on 127.0.0.1, bounded, cleaned up at the end):
   * a throwaway SQLite database in a temp dir (or, with --postgres URL, a throwaway PostgreSQL
@@ -108,6 +110,7 @@ def ours_app():
             return FIXED_ANSWER
 
         module.answer_question = answer_question
+        module.warm_up = lambda: None  # the server warms the engine up at start
         sys.modules["kb.answering"] = module
     from hyperbook.asgi import application
 
@@ -324,7 +327,13 @@ class Bench:
             self.notes.append(prepared["note"])
 
     def start_server(
-        self, name: str, label: str, stubs: str = "", note: str = "", env_extra: dict | None = None
+        self,
+        name: str,
+        label: str,
+        stubs: str = "",
+        note: str = "",
+        env_extra: dict | None = None,
+        root: Path = ROOT,
     ) -> ServerProcess:
         port = free_port()
         env = {**self.base_env(), **(env_extra or {})}
@@ -341,7 +350,7 @@ class Bench:
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
                 self.server_pin + uvicorn + target + common,
-                cwd=ROOT,
+                cwd=root,
                 env=env,
                 stdout=log,
                 stderr=log,
@@ -540,6 +549,15 @@ class Bench:
             env = dict(a.split("=", 1) for a in assignments.split(",") if "=" in a)
             self.start_server(
                 "ours", f"ours[{name}]", stubs=ours_stubs, env_extra=env, note=f"env {env}"
+            )
+        for source in args.source:
+            name, _, directory = source.partition("=")
+            self.start_server(
+                "ours",
+                f"ours[{name}]",
+                stubs=ours_stubs,
+                root=Path(directory).resolve(),
+                note=f"the same /mcp served from the source tree {directory}",
             )
         for server in self.servers:
             if server.note:
@@ -753,11 +771,25 @@ def report(bench: Bench, results: list[RunResult]) -> dict:
                 else None
             ),
         }
+        each = [
+            ours / bare
+            for ours, bare in zip(
+                r.extra.get("rounds_rps", []), base.extra.get("rounds_rps", []), strict=False
+            )
+            if bare
+        ]
+        ratio["rounds_rps"] = each
         ratios.append(ratio)
         lines.append(
             f"{r.server:<18} {r.method:<10} {r.concurrency:>2} {ratio['rps']:>6.2f}x "
             f"{_fmt_ratio(ratio['p50'])} {_fmt_ratio(ratio['p99'])} "
             f"{_fmt_ratio(ratio['cpu_per_req'])}"
+            + (
+                f"   req/s ratio per round: {' '.join(f'{x:.2f}' for x in each)}"
+                f" (mean {statistics.mean(each):.2f}, {min(each):.2f}-{max(each):.2f})"
+                if len(each) > 1
+                else ""
+            )
         )
 
     targets = {}
@@ -1089,6 +1121,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME:VAR=VALUE[,VAR=VALUE]",
         help="add an 'ours[NAME]' server with these environment variables (repeatable); its audit "
         "cost is reported too when --with-no-audit is given",
+    )
+    parser.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="add an 'ours[NAME]' server run from another copy of the project's source (e.g. "
+        "`git archive` of an earlier commit unpacked in DIR), for before/after side by side",
     )
     parser.add_argument("--profile", metavar="DIR", help="after the runs, py-spy each server")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
