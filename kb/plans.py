@@ -24,7 +24,20 @@ MAX_ORDER_BY = 5
 MAX_STRING = 100
 MAX_ABS_INT = 10**15
 
-OPS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains", "startswith")
+OPS = (
+    "eq",
+    "ne",
+    "in",
+    "not_in",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "between",
+    "contains",
+    "startswith",
+    "endswith",
+)
 AGGREGATE_FNS = ("count", "sum", "avg", "min", "max")
 PLAN_KEYS = ("entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit")
 
@@ -47,9 +60,10 @@ class PlanError(ValueError):
         return self.message
 
 
+_TEXT_OPS = frozenset({"contains", "startswith", "endswith"})
 _OPS_BY_KIND = {
     Kind.STR: frozenset(OPS),
-    **{kind: frozenset(OPS) - {"contains", "startswith"} for kind in Kind if kind is not Kind.STR},
+    **{kind: frozenset(OPS) - _TEXT_OPS for kind in Kind if kind is not Kind.STR},
 }
 _SUMMABLE = frozenset({Kind.INT, Kind.AGE})
 _ORDERABLE_AGGREGATE = frozenset({Kind.STR, Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE})

@@ -245,7 +245,11 @@ def _constant(value) -> Binder:
 
 _SYMBOLS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 # Pattern operators as the ORM path had them: (Django lookup, pattern around the escaped value).
-_PATTERNS = {"contains": ("icontains", "%{}%"), "startswith": ("startswith", "{}%")}
+_PATTERNS = {
+    "contains": ("icontains", "%{}%"),
+    "startswith": ("startswith", "{}%"),
+    "endswith": ("endswith", "%{}"),
+}
 _AGGREGATE_SQL = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "min": "MIN", "max": "MAX"}
 # What the ORM's output fields make of an aggregate: Count and Sum of integers are int, Avg of
 # integers a float (PostgreSQL's AVG is numeric); Min and Max keep the column's type.

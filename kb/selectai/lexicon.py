@@ -262,6 +262,9 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     # A condition on a column's text ("주민번호가 87로 시작하는").
     ((("text_op", "startswith"),), ("시작하는", "시작한다", "시작되는", "starts with",
                                     "starting with", "begins with", "beginning with")),
+    ((("text_op", "startswith"),), ("앞자리", "앞 자리", "앞번호", "first digits")),
+    ((("text_op", "endswith"),), ("끝자리", "끝 자리", "뒷자리", "뒷 자리", "뒷번호", "끝번호",
+                                  "끝나는", "끝나/VV", "ends with", "ending with", "last digits")),
     ((("text_op", "contains"),), ("포함", "포함된", "포함하는", "들어간", "contains",
                                   "containing")),
     # --- comparisons and filters ---------------------------------------------------------------

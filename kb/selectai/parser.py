@@ -214,6 +214,7 @@ class _Builder:
         self.warn_ignored: list[str] = []  # ignored words that could change the answer
         self.unexpressed: list[str] = []  # fields a condition named that a plan cannot express
         self._negated: set[tuple[int, int]] | None = None
+        self.used_tokens: set[int] = set()  # tokens a condition read beyond the recognised ones
         self._status_kind: str | None = None
 
     # -- helpers over features ----------------------------------------------------------------
@@ -602,12 +603,15 @@ class _Builder:
     def _comparison_filters(self, entity: str, plan: dict) -> None:
         f = self.f
         english_cmp = {m.last + 1: v for v, m in f.kinds("cmp")}
-        measures = f.values("measure")
+        measures = f.kinds("measure")
         for number in self._money_numbers():
             op = number.modifier if number.modifier in ("gte", "gt", "lte", "lt") else None
             op = op or english_cmp.get(number.first) or self._cmp_after(number) or "gte"
             if entity == CONTRACTS:
-                fld = "sum_insured" if "sum_insured" in measures else "monthly_premium"
+                # The measure named last before the amount ("가입금액 3000만원 넘고 월보험료 …").
+                before = [v for v, m in measures if m.last < number.first and v != "amount"]
+                named = before[-1] if before else next((v for v, _ in measures), None)
+                fld = "sum_insured" if named == "sum_insured" else "monthly_premium"
             elif entity == PAYMENTS:
                 fld = "amount"
             else:
@@ -615,6 +619,23 @@ class _Builder:
                 continue
             label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원 {OP_LABELS[op]}"
             self._add_filter(entity, plan, fld, op, number.value, label)
+        for fld in ("monthly_premium", "sum_insured", "amount"):
+            self._join_ranges(plan, fld)
+
+    def _join_ranges(self, plan: dict, fld: str) -> None:
+        """Two bounds on one field written as a range ("5만원에서 10만원 사이", "1975년생부터
+        1980년생까지") become one between condition."""
+        conditions = [x for x in plan["filters"] if x["field"] == fld]
+        if len(conditions) != 2 or not _RANGE_WORDS.search(self.text):
+            return
+        self.used_tokens.update(i for i, t in enumerate(self.tokens) if t.form in ("사이", "~"))
+        bounds = []
+        for x in conditions:
+            value = x["value"]
+            bounds += value if x["op"] == "between" else [value]
+        low, high = min(bounds), max(bounds)
+        plan["filters"] = [x for x in plan["filters"] if x["field"] != fld]
+        plan["filters"].append({"field": fld, "op": "between", "value": [low, high]})
 
     def _cmp_after(self, number: NumberMention) -> str | None:
         for value, m in self.f.kinds("cmp"):
@@ -636,32 +657,39 @@ class _Builder:
                    for m in births)  # fmt: skip
 
     def _birth_filters(self, entity: str, plan: dict) -> None:
-        """'1987년생', '80년대생', '1990년 이후 출생', 'born before 1970', '생년월일이 …'."""
+        """'1987년생', '80년대생', '1990년 이후 출생', 'born in March 1987', '생년월일이 …'."""
         f = self.f
         for number in list(f.numbers):
-            if number.unit not in ("year", "years", "decade_years") or not self._birth_context(
-                number
-            ):
+            if number not in f.numbers or not self._birth_year(number):
                 continue
             year = number.value
             if year < 100:  # "87년생": the most recent such year up to the as-of date
                 century = self.as_of.year // 100 * 100
                 year = century + year if century + year <= self.as_of.year else century - 100 + year
-            last_year = year + 9 if number.unit == "decade_years" else year
-            label_year = f"{year}년대" if number.unit == "decade_years" else f"{year}년"
-            first_day, last_day = dt.date(year, 1, 1), dt.date(last_year, 12, 31)
-            if number.modifier == "from":
-                flt, label = ("gte", first_day.isoformat()), f"출생 {label_year} 이후"
-            elif number.modifier == "after":
-                flt = ("gt", last_day.isoformat())
-                label = f"출생 {label_year} 이후"
-            elif number.modifier == "before":
-                flt, label = ("lt", first_day.isoformat()), f"출생 {label_year} 이전"
+            f.numbers.remove(number)
+            decade = number.unit == "decade_years"
+            first_day, last_day = dt.date(year, 1, 1), dt.date(year + 9 if decade else year, 12, 31)
+            label = f"{year}년대" if decade else f"{year}년"
+            modifier = number.modifier
+            month, day, modifier = self._birth_month_day(number, modifier)
+            if month is not None and not decade:
+                first_day = last_day = dt.date(year, month, day or 1)
+                if day is None:
+                    last_day = dates.month_end(first_day)
+                label = first_day.isoformat() if day else dates.month_key(first_day)
+            if modifier == "from":
+                flt, label = ("gte", first_day.isoformat()), f"출생 {label} 이후"
+            elif modifier == "after":
+                flt, label = ("gt", last_day.isoformat()), f"출생 {label} 이후"
+            elif modifier == "before":
+                flt, label = ("lt", first_day.isoformat()), f"출생 {label} 이전"
+            elif first_day == last_day:
+                flt, label = ("eq", first_day.isoformat()), f"생년월일 {label}"
             else:
                 flt = ("between", [first_day.isoformat(), last_day.isoformat()])
-                label = f"출생 {label_year}"
-            f.numbers.remove(number)
+                label = f"출생 {label}"
             self._add_filter(entity, plan, "birth_date", *flt, label)
+        self._join_ranges(plan, "birth_date")
         birthday = [m for v, m in f.kinds("column") if v == "birth_date"] or (
             [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
         )
@@ -680,36 +708,82 @@ class _Builder:
             self.ignored.append("생일(월·일) 조건")
             self.warn_ignored.append("생일(월·일) 조건")
 
+    def _birth_year(self, number: NumberMention) -> bool:
+        if number.unit in ("year", "years", "decade_years"):
+            return self._birth_context(number)
+        # "born in March 1987": a bare four-digit year next to a birth word
+        return number.unit is None and 1900 <= number.value <= 2999 and self._birth_context(number)
+
+    def _birth_month_day(self, year: NumberMention, modifier):
+        """The month (and day) written with a birth year: "1990년 1월 1일 이후", "March 1987"."""
+        f, tokens = self.f, self.tokens
+        month = day = None
+        following = next(
+            (n for n in f.numbers if n.first == year.last + 1 and n.unit == "month"), None
+        )
+        if following is not None:
+            month = following.value
+            f.numbers.remove(following)
+            modifier = following.modifier or modifier
+            on_day = next(
+                (n for n in f.numbers if n.first == following.last + 1 and n.unit == "days"), None
+            )
+            if on_day is not None and 1 <= on_day.value <= 31:
+                day = on_day.value
+                f.numbers.remove(on_day)
+                modifier = on_day.modifier or modifier
+        elif year.first > 0 and tokens[year.first - 1].form in _MONTH_NAMES:
+            month = _MONTH_NAMES[tokens[year.first - 1].form]
+            f.spent.add(year.first - 1)  # not a period any more
+            self.used_tokens.add(year.first - 1)
+        if month is not None and day is not None:
+            try:
+                dt.date(year.value, month, day)
+            except ValueError:
+                day = None
+        return month, day, modifier
+
     def _text_conditions(self, entity: str, plan: dict) -> None:
-        """'주민번호가 87로 시작하는', '전화번호가 010-8962로 시작하는', '이름이 신으로 …'."""
+        """A value right after a personal column is a condition on it: '주민번호가 87로 시작하는',
+        '전화번호 끝자리가 2842인', 'phone number 010-8108-7615', '이름이 신으로 시작하는'.
+
+        Such a condition is never dropped: where the asker sees the column masked, answering
+        refuses it (kb.answering), so a hidden value cannot be narrowed down by asking.
+        """
         f, tokens, text = self.f, self.tokens, self.text
-        operators = f.kinds("text_op")
-        if not operators:
-            return
+        operator_at = {i: op for op, o in f.kinds("text_op") for i in range(o.first, o.last + 1)}
+        plain_numbers = {n.first: n for n in f.numbers if n.unit is None and n.first == n.last}
         for column, m in f.kinds("column"):
             if column not in ("phone", "rrn", "customer_name"):
                 continue
-            op_match = next(((op, o) for op, o in operators if 0 < o.first - m.last <= 4), None)
-            if op_match is None:
+            op, at = None, None
+            for i in range(m.last + 1, min(m.last + 6, len(tokens))):
+                if i in operator_at:
+                    op = op or operator_at[i]
+                elif at is None and self._column_value(tokens[i], column, i, plain_numbers):
+                    at = i
+                elif i in f.recognised:
+                    break  # the next phrase ("목록", "고객") ends the condition
+            if at is None:
                 continue
-            op, o = op_match
-            if o.text.isascii():  # "phone starts with 010-8962": the value follows
-                between = list(range(o.last + 1, min(o.last + 3, len(tokens))))
-            else:  # "전화번호가 010-8962로 시작하는": the value comes before
-                between = [i for i in range(m.last + 1, o.first) if tokens[i].tag != "NNG"
-                           or i not in f.recognised]  # fmt: skip
-            value_tokens = [i for i in between if tokens[i].tag in ("SN", "W_SERIAL", "NNG",
-                                                                    "NNP", "SL", "SH")]  # fmt: skip
-            if not value_tokens:
-                continue
-            at = value_tokens[0] if o.text.isascii() else value_tokens[-1]
+            op = op or "eq"
             value = text[tokens[at].start : tokens[at].end]
-            for number in [n for n in f.numbers if n.first == at]:
-                f.numbers.remove(number)
+            if at in plain_numbers:
+                f.numbers.remove(plain_numbers[at])
+            self.used_tokens.add(at)
             label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{OP_LABELS[op]}"
             self._add_filter(entity, plan, column, op, value, label)
             if column == "customer_name":
                 f.customer_names[:] = [n for n in f.customer_names if n != value]
+
+    def _column_value(self, token, column: str, i: int, plain_numbers: dict) -> bool:
+        if token.tag == "W_SERIAL" or i in plain_numbers:
+            return True
+        if token.tag == "SL":
+            return any(ch.isdigit() for ch in token.form)
+        # A name (or its first letters) for the name column: "이름이 신으로 시작하는".
+        seen = self.f.recognised
+        return column == "customer_name" and token.tag in ("NNG", "NNP") and i not in seen
 
     # -- periods ------------------------------------------------------------------------------
 
@@ -1060,7 +1134,9 @@ class _Builder:
         }
         said = " ".join(self.understood) + " " + str(plan)
         for i, token in enumerate(tokens):
-            if i in f.recognised or i in names or token.tag not in _CONTENT_TAGS:
+            if i in f.recognised or i in self.used_tokens or i in names:
+                continue
+            if token.tag not in _CONTENT_TAGS:
                 continue
             if token.form in _FUNCTION_WORDS or (token.tag == "NNB" and len(token.form) == 1):
                 continue
@@ -1084,6 +1160,11 @@ class _Builder:
 
 
 _THRESHOLDS = ("gte", "gt", "lte", "lt")
+# Words that make two bounds one range.
+_RANGE_WORDS = re.compile(r"부터|까지|사이|에서|~|\b(?:between|to|from)\b", re.IGNORECASE)
+_MONTH_NAMES = {name: i for i, name in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"], start=1)}  # fmt: skip
 _TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
 # Words worth reporting as not understood: nouns, numbers, foreign words, adjectives.
 _CONTENT_TAGS = frozenset({"NNG", "NNP", "NNB", "SL", "SN", "SH", "XR", "W_SERIAL", "VA"})
@@ -1092,7 +1173,7 @@ _WARN_TAGS = frozenset({"NNP", "SN", "W_SERIAL", "SH"})
 # Words that carry no condition ("보여줘", "please show me the").
 _FUNCTION_WORDS = frozenset(
     "보이 보여주 주 알리 알려주 하 있 없 되 싶 말하 찾 조회 뽑 출력 구하 확인 궁금 좀 것 거 수 등 "
-    "중 경우 번 때 데이터 자료 현황 결과 부탁 요청 전체 모든 기준 관련 대하 대한 해당 각 "
+    "중 경우 번 때 인 데이터 자료 현황 결과 부탁 요청 전체 모든 기준 관련 대하 대한 해당 각 "
     "please show me the a an of for with and or in on to is are was were what which who whose "
     "list give get find how do does my all that this by their i want see tell about can could "
     "would you display there have has our any from as at be been it its".split()

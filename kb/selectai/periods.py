@@ -121,7 +121,7 @@ class PeriodResolver:
         out = []
         tokens = self.tokens
         for i, token in enumerate(tokens):
-            if token.tag != "SL":
+            if token.tag != "SL" or i in self.features.spent:
                 continue
             month = _MONTH_NAMES.get(token.form) or _MONTH_ABBREVIATIONS.get(token.form)
             if month is None:

@@ -85,6 +85,7 @@ class Features:
     iso_periods: list[Period] = field(default_factory=list)
     corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
     recognised: set[int] = field(default_factory=set)  # token indices something above used
+    spent: set[int] = field(default_factory=set)  # tokens a condition used up (not a period)
     _by_kind: dict | None = field(default=None, repr=False)
 
     def kinds(self, kind: str) -> list[tuple[object, Match]]:

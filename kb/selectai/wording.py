@@ -34,7 +34,8 @@ HELP_EXAMPLES = [
     "VIP 고객의 유지 계약",
 ]
 OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이",
-             "ne": "제외", "startswith": "(으)로 시작", "contains": " 포함"}  # fmt: skip
+             "ne": "제외", "startswith": "(으)로 시작", "endswith": "(으)로 끝남",
+             "contains": " 포함"}  # fmt: skip
 UNMAPPABLE_SUMMARY = "해석할 수 없는 질문입니다, {scope}"
 HELP_FOOTER = "고객·계약·보험료(납입/미납)에 대한 질문을 이해할 수 있습니다."
 NO_QUESTION = "질문이 비어 있습니다."
@@ -72,7 +73,8 @@ def _describe_filter(flt: dict, family: str, parts: list[str], vocab: Vocabulary
     fld, op, value = flt["field"], flt["op"], flt["value"]
     values = [str(v) for v in (value if isinstance(value, list) else [value])]
     joined = "/".join(values)
-    if op in ("startswith", "contains"):
+    personal = fld in ("phone", "rrn") or (fld == "customer_name" and op not in ("eq", "in"))
+    if personal and op in OP_LABELS and op != "ne":
         parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} '{joined}'{OP_LABELS[op]}")
     elif fld == "birth_date" and op == "between":
         first, last = values[0][:4], values[1][:4]
@@ -97,11 +99,14 @@ def _describe_filter(flt: dict, family: str, parts: list[str], vocab: Vocabulary
     elif fld in ("customer_name", "customer_id", "contract_id"):
         parts.append(joined)
     elif fld in ("monthly_premium", "amount", "sum_insured"):
-        parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {OP_LABELS[op]}")
+        if op == "between":
+            parts.append(f"{MEASURE_LABELS[fld]} {value[0]:,}~{value[1]:,}원")
+        else:
+            parts.append(f"{MEASURE_LABELS[fld]} {value:,}원 {OP_LABELS[op]}")
     elif fld == "status" and family != "expiring" and "미납" not in values:
         parts.append(joined)
     elif fld in ("birth_date", "joined_on") and op != "between":
-        parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} {joined} {OP_LABELS[op]}")
+        parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} {joined} {OP_LABELS[op]}".strip())
 
 
 def subject(plan: dict, family: str, dims: list[str]) -> str:

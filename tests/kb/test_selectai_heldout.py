@@ -17,11 +17,8 @@ from tests.kb.truth import assert_policy_exact
 
 # case id -> what the parser does instead (from answer["interpretation"]["plan"]).
 KNOWN_MISSES: dict[str, str] = {
-    "heldout-range-04": "'사이' ignored: monthly_premium >= 50000 AND >= 100000",
     "heldout-range-05": "'over 50 million won' ignored: no sum_insured filter",
-    "heldout-range-08": "second bound put on sum_insured (< 100000), not on monthly_premium",
     "heldout-age_birth-05": "'in their 40s' ignored: no age filter",
-    "heldout-age_birth-07": "'1975년생부터 1980년생까지': birth year 1975 AND 1980 (no rows)",
     "heldout-age_birth-08": "'older than 60' ignored: no age filter",
     "heldout-join_year-02": "'재작년' ignored: no joined_on filter",
     "heldout-grade-02": "'일반인' (등급이 일반인) ignored: no grade filter",
@@ -29,12 +26,6 @@ KNOWN_MISSES: dict[str, str] = {
     "heldout-negation-07": "'Gangnam' ignored: no branch filter",
     "heldout-negation-08": "'만기 및 해지 제외': status = 만기 AND status != 해지",
     "heldout-cross_entity-07": "'1960s' ignored: no birth_date filter",
-    "heldout-masked-01": "hq phone suffix condition ignored: answered all customers, not refused",
-    "heldout-masked-02": "hq rrn prefix condition ignored: counted all customers, not refused",
-    "heldout-masked-03": "manager exact-phone condition ignored: listed all, not refused",
-    "heldout-masked-05": "planner full-rrn condition ignored: listed all with rrn, not refused",
-    "heldout-masked-06": "hq 'born in March 1987' read as joined_on 1987-03: answered, not refused",
-    "heldout-masked-10": "'1990년 1월 1일 이후' read as birth year = 1990 (day and 이후 dropped)",
 }
 
 
