@@ -231,7 +231,8 @@ def _age_band_q(op: str, value) -> Q:
 
 BANDS = ["20대", "30대", "40대", "50대", "60대 이상"]
 OPS_BY_KIND = {
-    Kind.STR: ["eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains"],
+    Kind.STR: ["eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between", "contains"]
+    + ["startswith", "endswith"],
     **{
         kind: ["eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "between"]
         for kind in (Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE, Kind.AGE_GROUP)
@@ -267,6 +268,9 @@ def _filter(rng: random.Random, entity: str, name: str, op: str, values: list) -
         start = rng.randrange(len(text))
         value = text[start : start + rng.choice([1, 2, 3])]
         value = value.lower() if rng.random() < 0.5 else value.upper()  # case-insensitive
+    elif op in ("startswith", "endswith"):
+        text, size = str(pick), rng.choice([1, 3, 6])
+        value = text[:size] if op == "startswith" else text[-size:]
     elif field.nullable and op in ("eq", "ne") and rng.random() < 0.5:
         value = None
     else:
@@ -501,3 +505,11 @@ def _cached_shapes():
 
 def test_the_cache_of_statements_is_bounded():
     assert vpd._compile.cache_info().maxsize == vpd.COMPILED_SHAPES_MAX
+
+
+def test_every_operator_a_plan_accepts_is_generated_here():
+    from kb.plans import _OPS_BY_KIND
+
+    assert {kind: set(ops) for kind, ops in OPS_BY_KIND.items()} == {
+        kind: set(_OPS_BY_KIND[kind]) for kind in OPS_BY_KIND
+    }
