@@ -31,13 +31,13 @@ from kb.answers import answer_build, json_value
 from kb.models import Customer, Stakeholder
 from kb.plans import ENTITIES, AgeBand, Kind, Plan, PlanError, aggregate_label, plan_parse
 from kb.policy import (
-    COMPARABLE_MASKS,
     CONTEXT_STAKEHOLDER,
     Mask,
     PolicyRefused,
     check_stakeholder_allowed,
     column_mask,
     mask_value,
+    masked_use,
     reader_role,
     role_label,
     visible_customers_q,
@@ -116,16 +116,17 @@ def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
         mask = column_mask(role, plan.entity, name)
         if mask is not None:
             masks[name] = mask
-    for name, use in used.items():
-        mask = masks.get(name)
-        label = spec.fields[name].label
-        if mask is None:  # known to the plan but not to the policy: fail closed
+    for name in used:
+        if name not in masks:  # known to the plan but not to the policy: fail closed
+            label = spec.fields[name].label
             raise PlanError(f"조회할 수 없는 필드입니다: {label}({name})", code="unknown_field")
-        if use != "select" and mask not in COMPARABLE_MASKS:
-            raise MaskedColumnError(
-                f"{label}({name}) 열은 {role_label(role)} 권한에서 가려져 있어 "
-                "조건·정렬·그룹·집계에 쓸 수 없습니다."
-            )
+    refused = masked_use(role, plan.entity, used)  # the policy's one rule, as answering uses it
+    if refused is not None:
+        name, _use = refused
+        raise MaskedColumnError(
+            f"{spec.fields[name].label}({name}) 열은 {role_label(role)} 권한에서 가려져 있어 "
+            "조건·정렬·그룹·집계에 쓸 수 없습니다."
+        )
     return masks
 
 
