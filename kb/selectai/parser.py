@@ -173,7 +173,8 @@ def _normalise(prompt: object) -> str:
     # (zero-width, bidi marks) are dropped so "고\u200b객" reads as 고객; other control and
     # separator characters become spaces.
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(_clean_char(ch) for ch in text)
+    if not text.isprintable():  # only then is there a control, format or odd space to clean
+        text = "".join(_clean_char(ch) for ch in text)
     # Kiwi's cost grows fast with the length of one unbroken word; real words are far shorter.
     text = " ".join(word[:MAX_WORD_CHARS] for word in text.split())
     return text[:MAX_PROMPT_CHARS]

@@ -87,6 +87,7 @@ class Features:
     recognised: set[int] = field(default_factory=set)  # token indices something above used
     spent: set[int] = field(default_factory=set)  # tokens a condition used up (not a period)
     _by_kind: dict | None = field(default=None, repr=False)
+    _values: dict = field(default_factory=dict, repr=False)
 
     def kinds(self, kind: str) -> list[tuple[object, Match]]:
         # The builder asks dozens of times per prompt; matches are final once recognised, so
@@ -100,10 +101,15 @@ class Features:
         return self._by_kind.get(kind, [])
 
     def values(self, kind: str) -> list:
-        return list(dict.fromkeys(value for value, _ in self.kinds(kind)))
+        values = self._values.get(kind)
+        if values is None:
+            values = self._values[kind] = list(dict.fromkeys(v for v, _ in self.kinds(kind)))
+        return list(values)
 
     def has(self, kind: str, value: object = None) -> bool:
-        return any(value is None or v == value for v, _ in self.kinds(kind))
+        if value is None:
+            return bool(self.kinds(kind))
+        return any(v == value for v, _ in self.kinds(kind))
 
 
 # ---------------------------------------------------------------------------------------------

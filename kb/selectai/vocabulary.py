@@ -44,19 +44,10 @@ class Vocabulary:
         object.__setattr__(self, "grades", tuple(self.grades))
         object.__setattr__(self, "contract_statuses", tuple(self.contract_statuses))
         object.__setattr__(self, "payment_statuses", tuple(self.payment_statuses))
-
-    @property
-    def categories(self) -> tuple[str, ...]:
-        """Product categories in first-seen order."""
-        return tuple(dict.fromkeys(p.category for p in self.products.values() if p.category))
-
-    @property
-    def statuses(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.contract_statuses + self.payment_statuses))
-
-    def cache_key(self) -> tuple:
-        """A hashable fingerprint, so per-vocabulary lexicons can be cached."""
-        return (
+        # Asked on every prompt; the tables never change, so both are worked out once here.
+        categories = tuple(dict.fromkeys(p.category for p in self.products.values() if p.category))
+        object.__setattr__(self, "_categories", categories)
+        key = (
             tuple(sorted((p.code, p.name, p.category) for p in self.products.values())),
             tuple(sorted(self.branches.items())),
             tuple(sorted(self.planners.items())),
@@ -64,6 +55,20 @@ class Vocabulary:
             self.contract_statuses,
             self.payment_statuses,
         )
+        object.__setattr__(self, "_cache_key", key)
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        """Product categories in first-seen order."""
+        return self._categories
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.contract_statuses + self.payment_statuses))
+
+    def cache_key(self) -> tuple:
+        """A hashable fingerprint, so per-vocabulary lexicons can be cached."""
+        return self._cache_key
 
     def __hash__(self) -> int:
         return hash(self.cache_key())
