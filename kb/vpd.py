@@ -248,8 +248,10 @@ _SYMBOLS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 # Pattern operators as the ORM path had them: (Django lookup, pattern around the escaped value).
 _PATTERNS = {
     "contains": ("icontains", "%{}%"),
-    "startswith": ("startswith", "{}%"),
-    "endswith": ("endswith", "%{}"),
+    # Case-insensitive like contains: SQLite's LIKE ignores ASCII case and PostgreSQL's does not,
+    # and one question must give one answer on both.
+    "startswith": ("istartswith", "{}%"),
+    "endswith": ("iendswith", "%{}"),
 }
 _AGGREGATE_SQL = {"count": "COUNT", "sum": "SUM", "avg": "AVG", "min": "MIN", "max": "MAX"}
 # What the ORM's output fields make of an aggregate: Count and Sum of integers are int, Avg of

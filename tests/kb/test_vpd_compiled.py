@@ -196,6 +196,8 @@ def _filter_q(item, ref: str, kind: Kind) -> Q:
         return Q(**{f"{ref}__range": value})
     if op == "contains":
         return Q(**{f"{ref}__icontains": value})
+    if op in ("startswith", "endswith"):
+        return Q(**{f"{ref}__i{op}": value})
     return Q(**{f"{ref}__{op}": value})
 
 
@@ -271,6 +273,7 @@ def _filter(rng: random.Random, entity: str, name: str, op: str, values: list) -
     elif op in ("startswith", "endswith"):
         text, size = str(pick), rng.choice([1, 3, 6])
         value = text[:size] if op == "startswith" else text[-size:]
+        value = value.lower() if rng.random() < 0.5 else value.upper()  # case-insensitive
     elif field.nullable and op in ("eq", "ne") and rng.random() < 0.5:
         value = None
     else:
