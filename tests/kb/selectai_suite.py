@@ -11,15 +11,19 @@ bench/selectai_accuracy.py.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import pytest
+
 from tests.kb.truth import (
     PRODUCTS,
     age,
+    assert_policy_exact,
     role_of,
     visible_contracts,
     visible_customers,
@@ -64,15 +68,12 @@ class Case:
 
     def run(self) -> dict | None:
         """The checked answer (None for a refusal); AssertionError when it is wrong."""
-        import kb.answering
+        from kb.answering import ConditionRefused
 
         if self.refusal:
-            refused = getattr(kb.answering, "ConditionRefused", None)
-            if refused is None:
-                raise AssertionError("kb.answering.ConditionRefused does not exist yet")
             try:
                 answer = self.ask()
-            except refused as exc:
+            except ConditionRefused as exc:
                 self.check(exc)
                 return None
             raise AssertionError(f"answered instead of refused; {describe(answer)}")
@@ -82,6 +83,29 @@ class Case:
         except AssertionError as exc:
             raise AssertionError(f"{exc}; {describe(answer)}") from None
         return answer
+
+    def check_policy_exact(self) -> None:
+        """The answer, right or wrong, keeps to the asker's rows and masks and to the schema."""
+        from kb.answers import ANSWER_JSON_SCHEMA
+
+        answer = self.ask()
+        assert_policy_exact(answer, self.stakeholder_id)
+        jsonschema = pytest.importorskip("jsonschema")
+        jsonschema.validate(json.loads(json.dumps(answer)), ANSWER_JSON_SCHEMA)
+
+
+def params(cases: list[Case], known_misses: dict[str, str]) -> list:
+    """One pytest param per case; a known miss is xfailed strictly, so a fix must remove it."""
+    return [
+        pytest.param(
+            case,
+            id=case.id,
+            marks=[pytest.mark.xfail(strict=True, reason=known_misses[case.id])]
+            if case.id in known_misses
+            else [],
+        )
+        for case in cases
+    ]
 
 
 def describe(answer: dict) -> str:

@@ -5,15 +5,11 @@ it. Cases the parser gets wrong today are listed in KNOWN_MISSES and xfailed str
 fails until it is removed. Policy-exactness is checked for every answer and is never xfailed.
 """
 
-import json
-
 import pytest
 
-from kb.answers import ANSWER_JSON_SCHEMA
 from tests.kb.selectai_heldout import CASES, by_family
 from tests.kb.selectai_suite import CASES as SUITE_CASES
-from tests.kb.selectai_suite import FAMILIES
-from tests.kb.truth import assert_policy_exact
+from tests.kb.selectai_suite import FAMILIES, params
 
 # case id -> what the parser does instead (from answer["interpretation"]["plan"]).
 KNOWN_MISSES: dict[str, str] = {
@@ -29,24 +25,14 @@ KNOWN_MISSES: dict[str, str] = {
 }
 
 
-def _param(case):
-    marks = []
-    if case.id in KNOWN_MISSES:
-        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case.id]))
-    return pytest.param(case, id=case.id, marks=marks)
-
-
-@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+@pytest.mark.parametrize("case", params(CASES, KNOWN_MISSES))
 def test_the_answer_is_what_the_dataset_says(kb, case):
     case.run()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.refusal], ids=lambda c: c.id)
 def test_every_answer_is_policy_exact(kb, case):
-    answer = case.ask()
-    assert_policy_exact(answer, case.stakeholder_id)
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(json.loads(json.dumps(answer)), ANSWER_JSON_SCHEMA)
+    case.check_policy_exact()
 
 
 def test_the_held_out_set_is_new_and_spread_over_families():

@@ -5,36 +5,22 @@ today are listed in KNOWN_MISSES and xfailed strictly: a fixed case fails until 
 Policy-exactness is checked separately for every answer and is never xfailed.
 """
 
-import json
-
 import pytest
 
-from kb.answers import ANSWER_JSON_SCHEMA
-from tests.kb.selectai_suite import CASES, FAMILIES, by_family
-from tests.kb.truth import assert_policy_exact
+from tests.kb.selectai_suite import CASES, FAMILIES, by_family, params
 
 # case id -> what the parser does instead (from answer["interpretation"]["plan"]).
 KNOWN_MISSES: dict[str, str] = {}
 
 
-def _param(case):
-    marks = []
-    if case.id in KNOWN_MISSES:
-        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case.id]))
-    return pytest.param(case, id=case.id, marks=marks)
-
-
-@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+@pytest.mark.parametrize("case", params(CASES, KNOWN_MISSES))
 def test_the_answer_is_what_the_dataset_says(kb, case):
     case.run()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c.refusal], ids=lambda c: c.id)
 def test_every_answer_is_policy_exact(kb, case):
-    answer = case.ask()
-    assert_policy_exact(answer, case.stakeholder_id)
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(json.loads(json.dumps(answer)), ANSWER_JSON_SCHEMA)
+    case.check_policy_exact()
 
 
 def test_the_suite_is_large_and_spread_over_families_and_roles():
