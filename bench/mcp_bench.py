@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -145,11 +146,11 @@ def free_port() -> int:
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
-def rpc_body(method: str, protocol_version: str = PROTOCOL_VERSION) -> str:
+def rpc_body(method: str, protocol_version: str = PROTOCOL_VERSION, prompt: str = PROMPT) -> str:
     message: dict = {"jsonrpc": "2.0", "id": 1, "method": method}
     params: dict = {}
     if method == "tools/call":
-        params = {"name": TOOL, "arguments": {"prompt": PROMPT, "limit": 10}}
+        params = {"name": TOOL, "arguments": {"prompt": prompt, "limit": 10}}
     if protocol_version not in HANDSHAKE_VERSIONS:
         # The 2026-07-28 request path: no handshake, so every request says who is asking.
         params["_meta"] = {
@@ -158,6 +159,17 @@ def rpc_body(method: str, protocol_version: str = PROTOCOL_VERSION) -> str:
         }
     message["params"] = params
     return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def rpc_bodies(method: str, protocol_version: str, prompts: str) -> list[str]:
+    """The bodies a run cycles through: tools/call asks the varied prompt set of
+    selectai_bench.py in turn (so nothing that remembers one prompt can make the number), or the
+    one fixed PROMPT with --prompts fixed."""
+    if method != "tools/call" or prompts == "fixed":
+        return [rpc_body(method, protocol_version)]
+    from selectai_bench import PROMPTS as VARIED  # bench/ is on sys.path when run as a script
+
+    return [rpc_body(method, protocol_version, prompt) for _, prompt in VARIED]
 
 
 def mcp_headers(token: str, protocol_version: str, method: str = "") -> dict[str, str]:
@@ -427,7 +439,10 @@ class Bench:
     ) -> RunResult:
         env = {
             **os.environ,
-            "MCP_BENCH_BODY": rpc_body(method, self.args.protocol_version),
+            # JSON has no raw newline, so one body a line.
+            "MCP_BENCH_BODY": "\n".join(
+                rpc_bodies(method, self.args.protocol_version, self.args.prompts)
+            ),
             "MCP_BENCH_TOKEN": self.token,
             "MCP_BENCH_PV": self.args.protocol_version,
             "MCP_BENCH_CHECK": "1" if check else "0",
@@ -614,10 +629,10 @@ class Bench:
                     results.append(median)
 
         if args.profile:
-            self.profile(Path(args.profile), methods)
+            self.profile(Path(args.profile), methods, concurrencies)
         return results
 
-    def profile(self, out_dir: Path, methods: list[str]) -> None:
+    def profile(self, out_dir: Path, methods: list[str], concurrencies: list[int]) -> None:
         """Extra, unmeasured passes with py-spy attached (collapsed stacks + flame graph)."""
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         if not Path(py_spy).exists() and not shutil.which("py-spy"):
@@ -625,39 +640,39 @@ class Bench:
             return
         out_dir.mkdir(parents=True, exist_ok=True)
         duration = max(5, int(self.args.duration))
-        for server in self.servers:
-            for method in methods:
-                if not _runs(server, method):
-                    continue
-                label = server.label.replace("[", "-").replace("]", "")
-                stem = f"{label}_{method.replace('/', '_')}_c8"
-                for fmt, suffix in (("raw", "txt"), ("flamegraph", "svg")):
-                    spy = subprocess.Popen(
-                        self.load_pin
-                        + [
-                            py_spy,
-                            "record",
-                            "--pid",
-                            str(server.process.pid),
-                            "--duration",
-                            str(duration),
-                            "--rate",
-                            "250",
-                            "--nonblocking",
-                            "--format",
-                            fmt,
-                            "--output",
-                            str(out_dir / f"{stem}.{suffix}"),
-                        ],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                    try:
-                        time.sleep(0.5)
-                        self.load(server, method, 8, duration - 1, check=False)
-                    finally:
-                        spy.wait(timeout=duration + 30)
-        self.notes.append(f"py-spy profiles (c=8, unmeasured passes) in {out_dir}")
+        for server, method, concurrency in itertools.product(self.servers, methods, concurrencies):
+            if not _runs(server, method):
+                continue
+            label = server.label.replace("[", "-").replace("]", "")
+            stem = f"{label}_{method.replace('/', '_')}_c{concurrency}"
+            for fmt, suffix in (("raw", "txt"), ("flamegraph", "svg")):
+                spy = subprocess.Popen(
+                    self.load_pin
+                    + [
+                        py_spy,
+                        "record",
+                        "--pid",
+                        str(server.process.pid),
+                        "--duration",
+                        str(duration),
+                        "--rate",
+                        "250",
+                        "--nonblocking",
+                        "--gil",  # only the thread holding the GIL: where the CPU goes
+                        "--format",
+                        fmt,
+                        "--output",
+                        str(out_dir / f"{stem}.{suffix}"),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                try:
+                    time.sleep(0.5)
+                    self.load(server, method, concurrency, duration - 1, check=False)
+                finally:
+                    spy.wait(timeout=duration + 30)
+        self.notes.append(f"py-spy profiles (unmeasured passes) in {out_dir}")
 
     def _create_postgres_database(self, server_url: str) -> str:
         """A throwaway database on that PostgreSQL server; dropped again by close()."""
@@ -1004,18 +1019,22 @@ async def _loadgen(url: str, concurrency: int, duration: float) -> dict:
 
     parts = urlsplit(url)
     host, port, path = parts.hostname, parts.port or 80, parts.path or "/"
-    body = os.environ["MCP_BENCH_BODY"].encode()
     headers = mcp_headers(
         os.environ.get("MCP_BENCH_TOKEN", ""),
         os.environ.get("MCP_BENCH_PV", PROTOCOL_VERSION),
         os.environ.get("MCP_BENCH_METHOD", ""),
     )
     check = os.environ.get("MCP_BENCH_CHECK") == "1"
-    request = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        + f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode("latin-1") + body
+    requests = [
+        (
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + f"Content-Length: {len(body.encode())}\r\n\r\n"
+        ).encode("latin-1")
+        + body.encode()
+        for body in os.environ["MCP_BENCH_BODY"].split("\n")
+    ]
+    turn = itertools.cycle(requests)
     latencies: list[float] = []
     counts = {"non2xx": 0, "errors": 0, "timeouts": 0, "rpc": 0, "tool": 0, "checked": 0}
     started = time.perf_counter()
@@ -1028,7 +1047,7 @@ async def _loadgen(url: str, concurrency: int, duration: float) -> dict:
                 if writer is None:
                     reader, writer = await asyncio.open_connection(host, port)
                 t0 = time.perf_counter()
-                writer.write(request)
+                writer.write(next(turn))
                 status, payload, close = await asyncio.wait_for(_read_response(reader), 5)
                 latencies.append(time.perf_counter() - t0)
                 if not 200 <= status < 300:
@@ -1098,6 +1117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", default="1,8", help="comma-separated (default 1,8)")
     parser.add_argument("--methods", default="tools/list,tools/call")
     parser.add_argument("--servers", default="bare,ours")
+    parser.add_argument(
+        "--prompts",
+        choices=("varied", "fixed"),
+        default="varied",
+        help="tools/call: cycle through selectai_bench's varied prompts (default) or ask one",
+    )
     parser.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--protocol-version", default=PROTOCOL_VERSION)
     parser.add_argument(

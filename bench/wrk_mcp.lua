@@ -1,4 +1,4 @@
--- wrk script for bench/mcp_bench.py: one fixed MCP POST, repeated on keep-alive connections.
+-- wrk script for bench/mcp_bench.py: MCP POSTs repeated on keep-alive connections.
 --
 -- Configured through the environment (set by mcp_bench.py):
 --   MCP_BENCH_BODY    the JSON-RPC request body (required)
@@ -11,10 +11,17 @@
 -- percentiles in microseconds, socket errors, non-2xx/3xx responses (wrk counts status > 399),
 -- and the counted JSON-RPC / tool errors.
 
-local body = os.getenv("MCP_BENCH_BODY")
-if body == nil or body == "" then
+-- MCP_BENCH_BODY may hold several bodies, one a line (JSON has no raw newline): each
+-- connection's requests cycle through them.
+local bodies_text = os.getenv("MCP_BENCH_BODY")
+if bodies_text == nil or bodies_text == "" then
   error("MCP_BENCH_BODY must be set")
 end
+local bodies = {}
+for line in string.gmatch(bodies_text, "[^\n]+") do
+  table.insert(bodies, line)
+end
+local body = bodies[1]
 local token = os.getenv("MCP_BENCH_TOKEN") or ""
 local protocol_version = os.getenv("MCP_BENCH_PV") or "2025-11-25"
 local check = os.getenv("MCP_BENCH_CHECK") == "1"
@@ -36,6 +43,21 @@ for line in string.gmatch(os.getenv("MCP_BENCH_HEADERS") or "", "[^\n]+") do
 end
 
 local threads = {}
+
+-- Formatted once per thread; request() only picks the next one.
+local formatted, turn = {}, 0
+function init(args)
+  for i, each in ipairs(bodies) do
+    formatted[i] = wrk.format(nil, nil, nil, each)
+  end
+end
+
+if #bodies > 1 then
+  function request()
+    turn = turn % #formatted + 1
+    return formatted[turn]
+  end
+end
 
 function setup(thread)
   table.insert(threads, thread)
