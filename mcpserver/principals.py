@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
+from core.lookups import CompiledLookup
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
@@ -39,28 +40,30 @@ def audience_accepted(audience: str) -> bool:
     return not (audience and resource and audience != resource)
 
 
+_delegation_by_fingerprint = CompiledLookup(
+    TokenDelegation,
+    lambda fingerprint: TokenDelegation.objects.filter(fingerprint=fingerprint).values_list(
+        "pk",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+        "tools",
+        "audience",
+        "display_prefix",
+        "stakeholder__stakeholder_id",
+        "stakeholder__role",
+        "stakeholder__branch_id",
+        "stakeholder__status",
+    ),
+)
+
+
 def authenticate_token(token: str) -> Authentication:
     """Resolve a bearer token. Runs in a database thread; the token itself is never stored.
 
     Every request reads the database, so a revocation applies to the very next request."""
     fingerprint = token_fingerprint(token)
-    row = (
-        TokenDelegation.objects.filter(fingerprint=fingerprint)
-        .values_list(
-            "pk",
-            "expires_at",
-            "revoked_at",
-            "last_used_at",
-            "tools",
-            "audience",
-            "display_prefix",
-            "stakeholder__stakeholder_id",
-            "stakeholder__role",
-            "stakeholder__branch_id",
-            "stakeholder__status",
-        )
-        .first()
-    )
+    row = _delegation_by_fingerprint.one(fingerprint)
     if row is None:
         return Authentication(None, "unknown")
     (
