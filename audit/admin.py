@@ -58,38 +58,9 @@ class StatusFilter(admin.SimpleListFilter):
 class ActionFilter(admin.SimpleListFilter):
     title = _("동작")
     parameter_name = "action"
-    ACTIONS = (
-        "mcp.tools_call",
-        "mcp.tools_list",
-        "mcp.initialize",
-        "mcp.request",
-        "mcp.ping",
-        "mcp.refusals_summary",
-        "registry.server_created",
-        "registry.server_updated",
-        "registry.server_deleted",
-        "registry.delegation_issued",
-        "registry.delegation_registered",
-        "registry.delegation_revoked",
-        "registry.tool_pinned",
-        "registry.tool_changed",
-        "registry.tool_quarantined",
-        "registry.tool_pin_approved",
-        "console.discover",
-        "console.call",
-        "console.turn_viewed",
-        "core.api_token_issued",
-        "core.api_token_revoked",
-        "auth.user_created",
-        "auth.user_changed",
-        "auth.user_deleted",
-        "auth.group_created",
-        "auth.group_changed",
-        "auth.group_deleted",
-    )
 
     def lookups(self, request, model_admin):
-        return [(action, action) for action in self.ACTIONS]
+        return [(action.value, action.value) for action in AuditEvent.Action]
 
     def queryset(self, request, queryset):
         return queryset.filter(action=self.value()) if self.value() else queryset

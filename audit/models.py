@@ -21,6 +21,39 @@ class AppendOnlyQuerySet(models.QuerySet):
 
 
 class AuditEvent(models.Model):
+    class Action(models.TextChoices):
+        """Every action an event records: what emits events names one, and the admin filters by
+        them. Not a database constraint, so a new action needs no migration."""
+
+        MCP_TOOLS_CALL = "mcp.tools_call", _("MCP 도구 호출")
+        MCP_TOOLS_LIST = "mcp.tools_list", _("MCP 도구 목록")
+        MCP_INITIALIZE = "mcp.initialize", _("MCP 초기화")
+        MCP_PING = "mcp.ping", _("MCP ping")
+        MCP_PREFLIGHT = "mcp.preflight", _("MCP CORS 사전 요청")
+        MCP_REQUEST = "mcp.request", _("MCP 기타 요청")
+        MCP_REFUSALS_SUMMARY = "mcp.refusals_summary", _("MCP 거부 요약")
+        SERVER_CREATED = "registry.server_created", _("서버 등록")
+        SERVER_UPDATED = "registry.server_updated", _("서버 변경")
+        SERVER_DELETED = "registry.server_deleted", _("서버 삭제")
+        DELEGATION_ISSUED = "registry.delegation_issued", _("위임 발급")
+        DELEGATION_REGISTERED = "registry.delegation_registered", _("위임 등록")
+        DELEGATION_REVOKED = "registry.delegation_revoked", _("위임 폐기")
+        TOOL_PINNED = "registry.tool_pinned", _("도구 고정")
+        TOOL_CHANGED = "registry.tool_changed", _("도구 정의 변경")
+        TOOL_QUARANTINED = "registry.tool_quarantined", _("도구 격리")
+        TOOL_PIN_APPROVED = "registry.tool_pin_approved", _("도구 고정 승인")
+        CONSOLE_DISCOVER = "console.discover", _("콘솔 탐색")
+        CONSOLE_CALL = "console.call", _("콘솔 호출")
+        CONSOLE_TURN_VIEWED = "console.turn_viewed", _("콘솔 기록 열람")
+        API_TOKEN_ISSUED = "core.api_token_issued", _("API 토큰 발급")
+        API_TOKEN_REVOKED = "core.api_token_revoked", _("API 토큰 폐기")
+        USER_CREATED = "auth.user_created", _("사용자 생성")
+        USER_CHANGED = "auth.user_changed", _("사용자 변경")
+        USER_DELETED = "auth.user_deleted", _("사용자 삭제")
+        GROUP_CREATED = "auth.group_created", _("그룹 생성")
+        GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
+        GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
+
     class Outcome(models.TextChoices):
         ALLOWED = "allowed", _("허용")
         UNAUTHENTICATED = "unauthenticated", _("인증 실패 (401)")

@@ -128,10 +128,12 @@ def audit_record(**values) -> AuditEvent:
     return audit_events_append(events=[values])[0]
 
 
-def audit_change(*, action: str, actor, target: str, before: dict | None, after: dict | None):
+def audit_change(
+    *, action: AuditEvent.Action, actor, target: str, before: dict | None, after: dict | None
+):
     """An admin/service change with a before/after of its non-secret fields."""
     return audit_record(
-        action=action,
+        action=AuditEvent.Action(action),  # a ValueError for an action nobody declared
         outcome=AuditEvent.Outcome.CHANGED,
         actor=getattr(actor, "get_username", lambda: "")() if actor is not None else "system",
         target=target[:128],

@@ -2,6 +2,7 @@
 
 from django.contrib.auth.models import Group
 
+from audit.models import AuditEvent
 from audit.services import audit_change
 
 
@@ -31,7 +32,11 @@ def access_change_record(*, kind: str, target: str, before: dict | None, after: 
         return None
     verb = "created" if before is None else "deleted" if after is None else "changed"
     return audit_change(
-        action=f"auth.{kind}_{verb}", actor=actor, target=target, before=before, after=after
+        action=AuditEvent.Action(f"auth.{kind}_{verb}"),
+        actor=actor,
+        target=target,
+        before=before,
+        after=after,
     )
 
 

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from audit.models import AuditEvent
 from audit.services import audit_change
 from core.models import ApiToken
 from registry.tokens import token_fingerprint
@@ -26,7 +27,7 @@ def api_token_issue(*, user, label: str, expires_at: datetime, actor=None) -> tu
             expires_at=expires_at,
         )
         audit_change(
-            action="core.api_token_issued",
+            action=AuditEvent.Action.API_TOKEN_ISSUED,
             actor=actor,
             target=f"api_token:{record.pk}",
             before=None,
@@ -45,7 +46,7 @@ def api_token_revoke(*, token: ApiToken, actor=None) -> bool:
         token.refresh_from_db()
         if revoked:
             audit_change(
-                action="core.api_token_revoked",
+                action=AuditEvent.Action.API_TOKEN_REVOKED,
                 actor=actor,
                 target=f"api_token:{token.pk}",
                 before=before,

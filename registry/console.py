@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from audit.models import AuditEvent
 from registry.models import ConsoleTurn, McpServer
 from registry.presets import PresetFileError, read_token_presets
 from registry.tokens import (
@@ -154,7 +155,7 @@ def exchange_audit(
 
     kind = exchange.kind if exchange is not None else kind
     return audit_console_event(
-        action=f"console.{kind}",
+        action=AuditEvent.Action(f"console.{kind}"),
         server_id=server_id,
         tool=tool,
         token=token.value if token else None,
@@ -274,8 +275,8 @@ def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
     from audit.services import audit_record
 
     audit_record(
-        action="console.turn_viewed",
-        outcome="allowed",
+        action=AuditEvent.Action.CONSOLE_TURN_VIEWED,
+        outcome=AuditEvent.Outcome.ALLOWED,
         actor=viewer.get_username()[:150],
         target=f"console_turn:{turn.pk}",
         detail=f"owner:{turn.user_id}",

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from audit.models import AuditEvent
 from audit.services import audit_change
 from registry.mcp_client import canonical_tool_definition, tool_definition_hash
 from registry.models import McpServer, ToolPin
@@ -91,7 +92,7 @@ def _check_one(server, name, definition, pin, first_use: bool, actor) -> PinChec
             pinned_at=timezone.now(),
         )
         audit_change(
-            action="registry.tool_pinned",
+            action=AuditEvent.Action.TOOL_PINNED,
             actor=actor,
             target=target,
             before=None,
@@ -109,7 +110,7 @@ def _check_one(server, name, definition, pin, first_use: bool, actor) -> PinChec
             changed_at=timezone.now(),
         )
         audit_change(
-            action="registry.tool_quarantined",
+            action=AuditEvent.Action.TOOL_QUARANTINED,
             actor=actor,
             target=target,
             before=None,
@@ -125,7 +126,7 @@ def _check_one(server, name, definition, pin, first_use: bool, actor) -> PinChec
         pin.changed_at = timezone.now()
         pin.save(update_fields=["pending_hash", "pending_definition", "changed_at"])
         audit_change(
-            action="registry.tool_changed",
+            action=AuditEvent.Action.TOOL_CHANGED,
             actor=actor,
             target=target,
             before=before,
@@ -153,7 +154,7 @@ def tool_pin_approve(*, pin: ToolPin, expected_hash: str, actor) -> ToolPin:
         current.changed_at = None
         current.save()
         audit_change(
-            action="registry.tool_pin_approved",
+            action=AuditEvent.Action.TOOL_PIN_APPROVED,
             actor=actor,
             target=f"{current.server.server_id}:{current.tool_name}",
             before=before,

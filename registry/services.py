@@ -9,6 +9,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from audit.models import AuditEvent
 from audit.services import audit_change
 from kb.models import Stakeholder
 from registry.declarations import (
@@ -84,7 +85,7 @@ def server_save(*, declaration: McpServerDeclaration, actor=None) -> tuple[McpSe
             AllowedTool(server=server, tool_name=name) for name in sorted(wanted - existing)
         )
         audit_change(
-            action=f"registry.server_{outcome}",
+            action=AuditEvent.Action(f"registry.server_{outcome}"),
             actor=actor,
             target=declaration.id,
             before=before,
@@ -100,7 +101,7 @@ def server_delete(*, server: McpServer, actor=None) -> None:
         server_id = server.server_id
         server.delete()
         audit_change(
-            action="registry.server_deleted",
+            action=AuditEvent.Action.SERVER_DELETED,
             actor=actor,
             target=server_id,
             before=before,
@@ -225,7 +226,7 @@ def _delegation_create(*, token: str, source: str, created_by, **terms) -> Token
             **terms,
         )
         audit_change(
-            action=f"registry.delegation_{source}",
+            action=AuditEvent.Action(f"registry.delegation_{source}"),
             actor=created_by,
             target=f"delegation:{delegation.pk}",
             before=None,
@@ -247,7 +248,7 @@ def delegation_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=No
         delegation.refresh_from_db()
         if updated:
             audit_change(
-                action="registry.delegation_revoked",
+                action=AuditEvent.Action.DELEGATION_REVOKED,
                 actor=revoked_by,
                 target=f"delegation:{delegation.pk}",
                 before=before,

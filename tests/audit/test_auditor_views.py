@@ -173,22 +173,28 @@ def test_delivery_state_reads_the_same_before_and_after_the_worker_queues_events
 
 
 def test_the_action_and_outcome_filters_offer_every_action_the_code_records(client, auditor):
-    """Each action the services and the gate emit can be picked in the filter; outcomes come from
-    the field's choices (no scan of the table to list them)."""
+    """Each action the services and the gate emit is a declared AuditEvent.Action, and each can be
+    picked in the filter; outcomes come from the field's choices (no scan of the table)."""
     import re
     from pathlib import Path
 
     from audit.admin import ActionFilter
+    from audit.models import AuditEvent
 
+    declared = {action.value for action in AuditEvent.Action}
     root = Path(__file__).resolve().parents[2]
-    emitted = set()
+    literals = set()
     for path in [*root.glob("*/*.py"), *root.glob("*/*/*.py")]:
         if "tests" in path.parts or ".venv" in path.parts or "bench" in path.parts:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
-        emitted |= set(re.findall(r'action="((?:registry|core|auth|console|mcp)\.[a-z_]+)"', text))
-    assert emitted, "the scan found no actions"
-    assert emitted <= set(ActionFilter.ACTIONS), emitted - set(ActionFilter.ACTIONS)
+        literals |= set(re.findall(r'action="((?:registry|core|auth|console|mcp)\.[a-z_]+)"', text))
+    assert literals <= declared, literals - declared
+    offered = {value for value, _ in ActionFilter(None, {}, AuditEvent, None).lookups(None, None)}
+    assert offered == declared
+    with pytest.raises(ValueError):
+        AuditEvent.Action("registry.server_renamed")  # an undeclared action cannot be recorded
     client.force_login(auditor)
     page = client.get("/admin/audit/auditevent/").content.decode()
     assert "?outcome__exact=summary" in page  # a choice of the outcome filter
+    assert "?action=registry.tool_quarantined" in page and "?action=mcp.preflight" in page
