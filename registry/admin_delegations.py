@@ -8,6 +8,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from registry.agent_setup import agent_setups, mcp_url_for
 from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
 from registry.models import TokenDelegation
 from registry.services import (
@@ -108,7 +109,13 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                 response = self._render(
                     request,
                     "admin/registry/tokendelegation/issued.html",
-                    {"delegation": delegation, "token": token, "title": _("토큰 발급됨")},
+                    {
+                        "delegation": delegation,
+                        "token": token,
+                        "mcp_url": (mcp_url := mcp_url_for(request)),
+                        "setups": agent_setups(url=mcp_url, token=token),
+                        "title": _("토큰 발급됨"),
+                    },
                 )
                 # admin_view adds never_cache; no-store keeps the page out of every cache.
                 response["Cache-Control"] = "no-store"
