@@ -21,11 +21,12 @@ GROUP_PERMISSIONS = {
         "audit": ("view",),
     },
 }
-# Rights that are not implied by view/add/change/delete: each sends a user's bearer or decides
-# what a server may offer, so only mcp_admins (and superusers) hold them.
+# Rights that are not implied by view/add/change/delete. Using the console sends a user's bearer
+# and approving a pin decides what a server may offer: mcp_admins (and superusers) only. What a
+# stakeholder may see and why (counts and rules, never a row's contents) is for auditors too.
 GROUP_EXTRA_PERMISSIONS = {
-    MCP_ADMINS: ("registry.use_console", "registry.approve_toolpin"),
-    AUDITORS: (),
+    MCP_ADMINS: ("registry.use_console", "registry.approve_toolpin", "registry.explain_access"),
+    AUDITORS: ("registry.explain_access",),
 }
 
 

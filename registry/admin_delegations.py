@@ -8,15 +8,20 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from kb.access import record_visibility, stakeholder_access
+from kb.models import Stakeholder
 from registry.agent_setup import agent_setups, mcp_url_for
 from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
 from registry.models import TokenDelegation
+from registry.selectors import stakeholder_delegated_tools
 from registry.services import (
     DelegationError,
     delegation_issue,
     delegation_register,
     delegation_revoke,
 )
+
+EXPLAIN_ACCESS_PERMISSION = "registry.explain_access"
 
 
 class DelegationStateFilter(admin.SimpleListFilter):
@@ -90,6 +95,11 @@ class TokenDelegationAdmin(admin.ModelAdmin):
             path("register/", view(self.register_view), name="registry_tokendelegation_register"),
             path(
                 "<int:pk>/revoke/", view(self.revoke_view), name="registry_tokendelegation_revoke"
+            ),
+            path(
+                "access/<str:stakeholder_id>/",
+                view(self.access_view),
+                name="registry_stakeholder_access",
             ),
             *super().get_urls(),
         ]
@@ -175,6 +185,30 @@ class TokenDelegationAdmin(admin.ModelAdmin):
             request,
             "admin/registry/tokendelegation/revoke.html",
             {"form": form, "delegation": delegation, "title": _("위임 폐기")},
+        )
+
+    def access_view(self, request, stakeholder_id: str):
+        """Why this stakeholder sees what it sees ("why can't I see it?"), from the policy."""
+        if not request.user.has_perm(EXPLAIN_ACCESS_PERMISSION):
+            raise PermissionDenied
+        stakeholder = get_object_or_404(
+            Stakeholder.objects.select_related("branch"), pk=stakeholder_id
+        )
+        record_id = request.GET.get("record", "").strip()
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/access.html",
+            {
+                "access": stakeholder_access(stakeholder=stakeholder),
+                "delegated": stakeholder_delegated_tools(stakeholder_id=stakeholder.pk),
+                "record_id": record_id,
+                "visibility": (
+                    record_visibility(stakeholder=stakeholder, record_id=record_id)
+                    if record_id
+                    else None
+                ),
+                "title": _("접근 범위: %(stakeholder)s") % {"stakeholder": stakeholder},
+            },
         )
 
     def _render(self, request, template, context):

@@ -171,6 +171,7 @@ class TokenDelegation(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["stakeholder", "revoked_at", "expires_at"])]
+        permissions = [("explain_access", _("관계자의 접근 범위 설명을 볼 수 있음"))]
         verbose_name = _("토큰 위임")
         verbose_name_plural = _("토큰 위임 (Aegis)")
 

@@ -1,8 +1,10 @@
 """Reads from the registry."""
 
+from dataclasses import dataclass
+
 from django.utils import timezone
 
-from registry.models import McpServer, TokenDelegation
+from registry.models import McpServer, TokenDelegation, ToolPin
 from registry.tokens import token_fingerprint
 
 
@@ -22,3 +24,39 @@ def delegation_for_token_is_usable(*, token: str, stakeholder) -> bool:
         and delegation.stakeholder_id == stakeholder.stakeholder_id
         and delegation.state(now=timezone.now()) == "active"
     )
+
+
+@dataclass(frozen=True)
+class DelegatedTool:
+    name: str
+    held_on: tuple[str, ...]  # servers whose pin holds the tool (changed or never approved)
+
+
+@dataclass(frozen=True)
+class DelegationTools:
+    delegation: TokenDelegation
+    tools: tuple[DelegatedTool, ...]
+
+
+def stakeholder_delegated_tools(*, stakeholder_id: str) -> list[DelegationTools]:
+    """The stakeholder's usable delegations and the tools each allows, each with the servers whose
+    pinning holds it (calls to a held tool are refused until an admin approves its definition)."""
+    delegations = list(
+        TokenDelegation.objects.usable(now=timezone.now())
+        .filter(stakeholder_id=stakeholder_id)
+        .order_by("-created_at")
+    )
+    names = {name for delegation in delegations for name in delegation.tools}
+    held: dict[str, list[str]] = {}
+    pins = ToolPin.objects.filter(tool_name__in=names).exclude(pending_hash="")
+    for tool_name, server_id in pins.values_list("tool_name", "server__server_id"):
+        held.setdefault(tool_name, []).append(server_id)
+    return [
+        DelegationTools(
+            delegation,
+            tuple(
+                DelegatedTool(name, tuple(sorted(held.get(name, ())))) for name in delegation.tools
+            ),
+        )
+        for delegation in delegations
+    ]

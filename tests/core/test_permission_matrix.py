@@ -46,6 +46,7 @@ MATRIX = {
     "delegation.issue": {S, M},
     "delegation.register": {S, M},
     "delegation.revoke": {S, M},
+    "delegation.explain_access": {S, M, A},
     "pin.view": {S, M, A},
     "pin.approve": {S, M},
     "audit.view": {S, M, A},
@@ -262,6 +263,11 @@ def delegation_revoke_action(browser, world, user):
     return response, world.delegation.revoked_at is not None
 
 
+def delegation_explain_access(browser, world, user):
+    response = browser.get("/admin/registry/tokendelegation/access/KB-P-001/")
+    return response, 'id="access-summary"' in response.content.decode()
+
+
 def pin_approve(browser, world, user):
     url = f"/admin/registry/toolpin/{world.pin.pk}/review/"
     response = browser.post(url, {"expected_hash": world.pin.pending_hash})
@@ -343,6 +349,7 @@ ACTIONS = {
     "delegation.issue": delegation_issue_action,
     "delegation.register": delegation_register_action,
     "delegation.revoke": delegation_revoke_action,
+    "delegation.explain_access": delegation_explain_access,
     "pin.view": viewer("/admin/registry/toolpin/"),
     "pin.approve": pin_approve,
     "audit.view": viewer("/admin/audit/auditevent/"),

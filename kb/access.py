@@ -1,0 +1,205 @@
+"""Why a stakeholder sees what it sees: its row scope, its rows counted, its masked columns, and
+whether one record is visible to it and by which rule.
+
+Worked out by the code that answers /mcp, not by a second copy of the rules: the policy decides
+the scope and the masks (kb.policy), and every count and visibility check is a plan run by the
+data layer (kb.vpd.execute_plan) as that stakeholder, under its row filter and, on PostgreSQL,
+its reader role and row-level security.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
+from kb.models import Stakeholder
+from kb.policy import (
+    COMPARABLE_MASKS,
+    Mask,
+    PolicyRefused,
+    RowScope,
+    check_stakeholder_allowed,
+    column_mask,
+    role_label,
+)
+from kb.vpd import execute_plan
+
+# How each mask shows a value, in words an operator reads.
+MASK_WORDS = {
+    Mask.NAME: "성 한 글자만 보임 (김**)",
+    Mask.PHONE_MIDDLE: "가운데 자리를 가림 (010-****-5678)",
+    Mask.RRN_FIRST8: "앞 8자리만 보임 (870211-2******)",
+    Mask.YEAR_ONLY: "연도만 보임 (1987)",
+    Mask.WITHHELD: "반환하지 않음",
+    Mask.FROM_BIRTH_YEAR: "출생 연도로만 계산",
+}
+_UNITS = {CUSTOMERS: "명", CONTRACTS: "건", PAYMENTS: "건"}
+# A contract follows its customer and a payment its contract: the record that decides each.
+_DECIDED_BY = {CONTRACTS: "customer_id", PAYMENTS: "contract_id"}
+
+
+@dataclass(frozen=True)
+class EntityCount:
+    entity: str
+    label: str
+    count: int
+    unit: str
+
+
+@dataclass(frozen=True)
+class ColumnRule:
+    column: str
+    label: str
+    entities: tuple[str, ...]  # entity labels that carry the column
+    mask: Mask
+    how: str
+    comparable: bool  # may it be filtered, sorted, grouped or aggregated?
+
+
+@dataclass(frozen=True)
+class StakeholderAccess:
+    stakeholder: Stakeholder
+    role_label: str
+    refused: str  # why it may see nothing at all ("" when it may query)
+    scope_rule: str  # the row rule in words
+    counts: tuple[EntityCount, ...]
+    summary: str  # "담당 고객 30명, 그 계약 58건, 납입 453건"
+    masked: tuple[ColumnRule, ...]
+
+
+@dataclass(frozen=True)
+class RecordVisibility:
+    entity: str  # "" when the id names no entity's key format
+    record_id: str
+    visible: bool
+    rule: str  # which rule decides, in words
+
+
+def stakeholder_access(*, stakeholder: Stakeholder) -> StakeholderAccess:
+    label = role_label(stakeholder.role)
+    try:
+        scope = check_stakeholder_allowed(stakeholder)
+    except PolicyRefused as exc:
+        return StakeholderAccess(stakeholder, label, exc.message, "", (), "", ())
+    counts = tuple(
+        EntityCount(entity, ENTITIES[entity].label, _count(stakeholder, entity), _UNITS[entity])
+        for entity in (CUSTOMERS, CONTRACTS, PAYMENTS)
+    )
+    customers, contracts, payments = (f"{c.count:,}{c.unit}" for c in counts)
+    if scope is RowScope.OWN:
+        summary = f"담당 고객 {customers}, 그 계약 {contracts}, 납입 {payments}"
+    elif scope is RowScope.BRANCH:
+        summary = (
+            f"{_branch_name(stakeholder)} 고객 {customers}, 그 계약 {contracts}, 납입 {payments}"
+        )
+    else:
+        summary = f"전체 고객 {customers}, 전체 계약 {contracts}, 납입 {payments}"
+    return StakeholderAccess(
+        stakeholder=stakeholder,
+        role_label=label,
+        refused="",
+        scope_rule=_scope_rule(scope, stakeholder),
+        counts=counts,
+        summary=summary,
+        masked=_masked_columns(stakeholder.role),
+    )
+
+
+def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisibility:
+    """Whether `stakeholder` can see the customer, contract or payment `record_id`, and why."""
+    record_id = record_id.strip().upper()[:32]  # ids are upper case: c0001 means C0001
+    entity = _entity_of(record_id)
+    if not entity:
+        return RecordVisibility(
+            "", record_id, False, "고객(C…), 계약(K…) 또는 납입(PM…) ID를 입력하세요."
+        )
+    try:
+        scope = check_stakeholder_allowed(stakeholder)
+    except PolicyRefused as exc:
+        return RecordVisibility(entity, record_id, False, exc.message)
+    spec = ENTITIES[entity]
+    decided_by = _DECIDED_BY.get(entity)
+    fields = [spec.key, "customer_id", "planner_id", "branch_id"]
+    if decided_by:
+        fields.append(decided_by)
+    answer = execute_plan(
+        {
+            "entity": entity,
+            "fields": list(dict.fromkeys(fields)),
+            "filters": [{"field": spec.key, "op": "eq", "value": record_id}],
+            "limit": 1,
+        },
+        stakeholder=stakeholder,
+    )
+    rule = _scope_rule(scope, stakeholder)
+    follows = "" if entity == CUSTOMERS else f" {spec.label}은(는) 그 고객을 따릅니다."
+    if not answer["rows"]:
+        return RecordVisibility(
+            entity,
+            record_id,
+            False,
+            f"보이지 않음: {rule}{follows} {record_id}은(는) 이 범위에 없습니다"
+            " (없는 ID이거나 범위 밖의 기록).",
+        )
+    row = answer["rows"][0]
+    if scope is RowScope.OWN:
+        because = f"고객 {row['customer_id']}의 담당 설계사가 {stakeholder.pk}입니다"
+    elif scope is RowScope.BRANCH:
+        because = f"고객 {row['customer_id']}이(가) {_branch_name(stakeholder)} 고객입니다"
+    else:
+        because = "본사 분석가는 모든 고객을 봅니다"
+    return RecordVisibility(entity, record_id, True, f"보임: {because}.{follows}")
+
+
+def _count(stakeholder: Stakeholder, entity: str) -> int:
+    answer = execute_plan(
+        {"entity": entity, "aggregates": [{"fn": "count", "field": None, "as": "n"}]},
+        stakeholder=stakeholder,
+    )
+    return int(answer["rows"][0]["n"]) if answer["rows"] else 0
+
+
+def _scope_rule(scope: RowScope, stakeholder: Stakeholder) -> str:
+    if scope is RowScope.OWN:
+        return f"설계사는 자신({stakeholder.pk})이 담당하는 고객과 그 계약·납입만 봅니다."
+    if scope is RowScope.BRANCH:
+        return f"지점장은 자신의 지점({_branch_name(stakeholder)}) 고객과 그 계약·납입만 봅니다."
+    return "본사 분석가는 모든 고객과 계약·납입을 봅니다 (개인정보 열은 가려짐)."
+
+
+def _branch_name(stakeholder: Stakeholder) -> str:
+    branch = stakeholder.branch
+    return f"{branch.branch_name}({branch.pk})" if branch else str(stakeholder.branch_id)
+
+
+def _masked_columns(role: str) -> tuple[ColumnRule, ...]:
+    by_column: dict[str, tuple[Mask, list[str], str]] = {}
+    for entity, spec in ENTITIES.items():
+        for name, field in spec.fields.items():
+            mask = column_mask(role, entity, name)
+            if mask is None or mask is Mask.FULL:
+                continue
+            _, entities, _ = by_column.setdefault(name, (mask, [], field.label))
+            entities.append(spec.label)
+    return tuple(
+        ColumnRule(
+            column=name,
+            label=label,
+            entities=tuple(entities),
+            mask=mask,
+            how=MASK_WORDS.get(mask, str(mask)),
+            comparable=mask in COMPARABLE_MASKS,
+        )
+        for name, (mask, entities, label) in by_column.items()
+    )
+
+
+def _entity_of(record_id: str) -> str:
+    """The entity whose key the id's shape is (C0001, K00001, PM000001); "" for none."""
+    if record_id.startswith("PM"):
+        return PAYMENTS
+    if record_id.startswith("K"):
+        return CONTRACTS
+    if record_id.startswith("C"):
+        return CUSTOMERS
+    return ""
