@@ -1,17 +1,25 @@
 """The auditors' read-only view of the audit log: filters, search by request id, chain status,
 the signed checkpoints and the keys that verify them."""
 
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
+
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm
+from audit.overview import HOUR_FORMAT, audit_overview
 from audit.verification import verify_and_record
 from core.admin import ReadOnlyAdmin
+from core.charts import Series, stacked_bar_chart
 
 COUNT_CAP = 10_000
 
@@ -66,6 +74,40 @@ class ActionFilter(admin.SimpleListFilter):
         return queryset.filter(action=self.value()) if self.value() else queryset
 
 
+class OneValueFilter(admin.SimpleListFilter):
+    """A filter the overview's links set (an hour, a reason): it lists only the value in use."""
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        return [(value, self.label(value))] if value else []
+
+    def label(self, value: str) -> str:
+        return value
+
+
+class HourFilter(OneValueFilter):
+    title = _("시간")
+    parameter_name = "hour"
+
+    def label(self, value: str) -> str:
+        return value.replace("T", " ") + ":00"
+
+    def queryset(self, request, queryset):
+        try:
+            start = timezone.make_aware(datetime.strptime(self.value() or "", HOUR_FORMAT))
+        except ValueError:
+            return queryset  # an hour that is not one shows everything, as no filter would
+        return queryset.filter(occurred_at__gte=start, occurred_at__lt=start + timedelta(hours=1))
+
+
+class ReasonFilter(OneValueFilter):
+    title = _("사유")
+    parameter_name = "reason"
+
+    def queryset(self, request, queryset):
+        return queryset.filter(detail=self.value()) if self.value() else queryset
+
+
 class StakeholderFilter(admin.SimpleListFilter):
     title = _("관계자")
     parameter_name = "stakeholder_id"
@@ -117,7 +159,9 @@ class AuditEventAdmin(ReadOnlyAdmin):
     )
     list_filter = (
         TimeRangeFilter,
+        HourFilter,
         "outcome",
+        ReasonFilter,
         StatusFilter,
         ActionFilter,
         StakeholderFilter,
@@ -162,8 +206,39 @@ class AuditEventAdmin(ReadOnlyAdmin):
     def get_urls(self):
         return [
             path("verify/", self.admin_site.admin_view(self.verify_view), name="audit_verify"),
+            path(
+                "overview/",
+                self.admin_site.admin_view(self.overview_view),
+                name="audit_overview",
+            ),
             *super().get_urls(),
         ]
+
+    def overview_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        overview = audit_overview()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": _("감사 개요 (최근 24시간)"),
+            "overview": overview,
+            "chart": overview_chart(overview),
+            "refusal_links": [
+                (entry, _events_url(reason=entry.reason, range="24h"))
+                for entry in overview.refusals
+            ],
+            "outcome_links": [
+                (
+                    AuditEvent.Outcome(outcome).label,
+                    sum(counts),
+                    _events_url(outcome__exact=outcome, range="24h"),
+                )
+                for outcome, counts in overview.by_outcome.items()
+            ],
+            "pending_url": _events_url(delivery_state="pending"),
+        }
+        return TemplateResponse(request, "admin/audit/overview.html", context)
 
     def verify_view(self, request):
         if request.method != "POST" or not self.has_view_permission(request):
@@ -207,3 +282,23 @@ class AuditCheckpointAdmin(ReadOnlyAdmin):
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "signing_keys": selectors.signing_keys()}
         return super().changelist_view(request, extra_context)
+
+
+def overview_chart(overview) -> str:
+    """Events per hour, stacked by outcome; each bar links to that hour's events of that outcome."""
+    hours = [hour.strftime(HOUR_FORMAT) for hour in overview.hours]
+    series = [
+        Series(
+            name=str(AuditEvent.Outcome(outcome).label),
+            css_class=f"outcome-{outcome}",
+            values=counts,
+            links=tuple(_events_url(outcome__exact=outcome, hour=hour) for hour in hours),
+        )
+        for outcome, counts in overview.by_outcome.items()
+    ]
+    labels = [hour.strftime("%H시") for hour in overview.hours]
+    return stacked_bar_chart(labels, series, title=str(_("시간별 이벤트 (결과별)")))
+
+
+def _events_url(**query) -> str:
+    return f"{reverse('admin:audit_auditevent_changelist')}?{urlencode(query)}"

@@ -1,0 +1,60 @@
+"""Server-drawn SVG charts: each mark says its label and value, heights follow the values, and
+nothing a label holds can break out of the drawing."""
+
+import re
+
+from core.charts import MAX_MARKS, Series, bar_chart, line_chart, stacked_bar_chart
+
+
+def bars(svg: str) -> list[tuple[str, float, float]]:
+    """(label, value, height) of each bar."""
+    return [
+        (label, float(value), float(height))
+        for height, label, value in re.findall(
+            r'<rect class="bar [^"]*"[^>]* height="([\d.]+)" data-label="([^"]*)"'
+            r' data-series="[^"]*" data-value="([-\d.]+)"',
+            str(svg),
+        )
+    ]
+
+
+def test_bars_carry_their_values_and_heights_in_proportion():
+    drawn = bars(bar_chart(["강남", "종로", "해운대"], [300, 150, 0], title="보험료 합계"))
+    assert [(label, value) for label, value, _ in drawn] == [
+        ("강남", 300),
+        ("종로", 150),
+        ("해운대", 0),
+    ]
+    assert drawn[0][2] == 2 * drawn[1][2] and drawn[2][2] == 0
+
+
+def test_stacked_bars_stack_and_link():
+    svg = stacked_bar_chart(
+        ["19시", "20시"],
+        [Series("허용", "a", (3, 1), ("/x?h=19", "")), Series("거부", "b", (1, 2))],
+        title="시간별",
+    )
+    assert '<a href="/x?h=19"><rect class="bar a"' in svg
+    assert [value for _, value, _ in bars(svg)] == [3, 1, 1, 2]
+    assert "legend-item" in svg  # two series: a legend
+
+
+def test_a_line_has_a_point_per_month_in_order():
+    svg = line_chart(["2026-01", "2026-02", "2026-03"], [10, 30, 20], title="월별")
+    points = re.findall(r'<circle [^>]*data-label="([^"]+)" data-value="([\d.]+)"', svg)
+    assert points == [("2026-01", "10"), ("2026-02", "30"), ("2026-03", "20")]
+    ys = [float(y) for y in re.findall(r'cy="([\d.]+)"', svg)]
+    assert ys[1] < ys[2] < ys[0]  # higher values are drawn higher up
+
+
+def test_labels_are_escaped_and_the_count_is_capped():
+    svg = bar_chart(['<script>alert("x")</script>'], [1], title="<b>t</b>")
+    assert "<script>" not in svg and "<b>" not in svg
+    many = bar_chart([str(i) for i in range(MAX_MARKS + 10)], [1] * (MAX_MARKS + 10), title="t")
+    assert len(bars(many)) == MAX_MARKS
+    assert bar_chart([], [], title="t") == ""
+
+
+def test_negative_and_fractional_values_are_drawn_from_zero():
+    drawn = bars(bar_chart(["a", "b"], [-2.5, 5], title="t"))
+    assert [(v, h > 0) for _, v, h in drawn] == [(-2.5, True), (5.0, True)]
