@@ -9,7 +9,11 @@ class AuditConfig(AppConfig):
     verbose_name = _("감사 로그")
 
     def ready(self):
+        from audit.metrics import AuditStateCollector
+        from core.metrics import scrape_collector_add
+
         checks.register(checkpoint_keys_check)
+        scrape_collector_add(AuditStateCollector)
 
 
 def checkpoint_keys_check(app_configs, **kwargs):

@@ -43,3 +43,12 @@ def when_ready(server):
         connections.close_all()
     gc.collect()
     gc.freeze()  # the shared objects stay out of the workers' collections (and their pages clean)
+
+
+def child_exit(server, worker):
+    """A worker that exits: its metric files stay summed into /metrics (its counts happened),
+    but its live gauges are dropped (prometheus_client's multiprocess mode)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -3,12 +3,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
+import kb.metrics  # noqa: F401  (their metrics are defined on import: listed at zero from the start)
+import mcpserver.metrics  # noqa: F401
 from audit.api import (
     AuditCheckpointViewSet,
     AuditEventViewSet,
     AuditorsAndAdmins,
     VerifierKeysView,
 )
+from core.metrics import MetricsView
 from core.views import healthz
 
 router = DefaultRouter()
@@ -17,6 +20,7 @@ router.register("audit-checkpoints", AuditCheckpointViewSet, basename="audit-che
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("admin/", admin.site.urls),
     path("api/audit-verifier-keys/", VerifierKeysView.as_view(), name="audit-verifier-keys"),
     path("api/", include(router.urls)),

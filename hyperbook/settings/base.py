@@ -154,6 +154,8 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Admin sessions end after this long without a request (the expiry moves with every request).
 ADMIN_SESSION_IDLE_MINUTES = env_int("ADMIN_SESSION_IDLE_MINUTES", 30)
+# Addresses (or networks, CIDR) that may read /metrics without an API token; none by default.
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", [])
 SESSION_COOKIE_AGE = ADMIN_SESSION_IDLE_MINUTES * 60
 SESSION_SAVE_EVERY_REQUEST = True
 # Every page's Content-Security-Policy: scripts, styles and everything else from this origin
