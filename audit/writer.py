@@ -15,6 +15,7 @@ import logging
 from django.db import close_old_connections
 
 from audit.services import audit_events_append
+from core import tracing
 
 logger = logging.getLogger("hyperbook.audit")
 
@@ -70,7 +71,8 @@ def _append_batch(events: list[dict]) -> list[BaseException | None]:
     does not fail its neighbours. Returns each event's error, or None."""
     close_old_connections()
     try:
-        audit_events_append(events=events)
+        with tracing.span("audit.append", _traced(events) if tracing.enabled() else None):
+            audit_events_append(events=events)
         return [None] * len(events)
     except Exception as exc:
         if len(events) == 1:
@@ -80,3 +82,7 @@ def _append_batch(events: list[dict]) -> list[BaseException | None]:
         return [_append_batch([values])[0] for values in events]
     finally:
         close_old_connections()
+
+
+def _traced(events: list[dict]) -> dict:
+    return {"hyperbook.request_ids": [str(values.get("request_id") or "") for values in events]}

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DatabaseError, connections, router, transaction
 
+from core import tracing
 from kb.answers import answer_build, json_value
 from kb.models import Customer, Stakeholder
 from kb.plans import ENTITIES, AgeBand, Kind, Plan, PlanError, aggregate_label, plan_parse
@@ -76,7 +77,10 @@ def execute_plan(
     connection = connections[using]
     request = _Request(parsed, scope_values, as_of, connection)
     params = [bind(request) for bind in compiled.binders]
-    with _reader_context(stakeholder):
+    with (
+        tracing.span("kb.execute_plan", {"kb.entity": parsed.entity}),
+        _reader_context(stakeholder),
+    ):
         records = _fetch(connection, compiled.sql, params)
     truncated = len(records) > parsed.limit
     rows = [

@@ -1,0 +1,86 @@
+"""Optional traces with OpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set, spans cover the gate,
+the tool, the plan's execution and the audit append, each with the request id, exported over
+OTLP/HTTP (the exporter reads its own OTEL_* settings: headers, timeout, service name).
+
+With the variable unset nothing is configured and `span()` hands back one shared null context:
+no tracer, no span objects, and the OpenTelemetry SDK is never imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+import threading
+
+logger = logging.getLogger("hyperbook.tracing")
+
+_NO_SPAN = contextlib.nullcontext()
+_tracer = None
+_lock = threading.Lock()
+_configured = False
+# The request a span belongs to, set by the gate: spans in the database threads it hands work
+# to carry it too (asgiref copies the context into them).
+_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+REQUEST_ID = "hyperbook.request_id"
+
+
+def tracing_configure() -> bool:
+    """Set up the exporter once per process, if OTEL_EXPORTER_OTLP_ENDPOINT asks for it."""
+    global _tracer, _configured
+    with _lock:
+        if _configured:
+            return _tracer is not None
+        _configured = True
+        if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            return False
+        from opentelemetry import trace
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        service = os.environ.get("OTEL_SERVICE_NAME") or "hyperbook"
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        trace.set_tracer_provider(provider)
+        _tracer = trace.get_tracer("hyperbook")
+        logger.info("tracing: spans are exported over OTLP/HTTP")
+        return True
+
+
+def tracing_shutdown() -> None:
+    """Export what is still buffered (called when the server stops)."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    shutdown = getattr(provider, "shutdown", None)
+    if shutdown is not None:
+        shutdown()
+
+
+def enabled() -> bool:
+    return _tracer is not None
+
+
+def request_started(request_id: str) -> None:
+    """The spans that follow in this context belong to this request (a no-op without tracing)."""
+    if _tracer is not None:
+        _request_id.set(request_id)
+
+
+def span(name: str, attributes: dict | None = None):
+    """A span around a block when tracing is on; otherwise a null context that costs nothing.
+
+    Attribute values must be str, bool, int or float (or lists of them); never a token or a
+    prompt's text. The current request's id is added as `hyperbook.request_id`."""
+    if _tracer is None:
+        return _NO_SPAN
+    attributes = dict(attributes or {})
+    request_id = _request_id.get()
+    if request_id:
+        attributes.setdefault(REQUEST_ID, request_id)
+    return _tracer.start_as_current_span(name, attributes=attributes)
