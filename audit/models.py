@@ -45,6 +45,7 @@ class AuditEvent(models.Model):
         CONSOLE_DISCOVER = "console.discover", _("콘솔 탐색")
         CONSOLE_CALL = "console.call", _("콘솔 호출")
         CONSOLE_TURN_VIEWED = "console.turn_viewed", _("콘솔 기록 열람")
+        CONSOLE_ANSWER_DOWNLOADED = "console.answer_downloaded", _("콘솔 답변 CSV 내려받기")
         API_TOKEN_ISSUED = "core.api_token_issued", _("API 토큰 발급")
         API_TOKEN_REVOKED = "core.api_token_revoked", _("API 토큰 폐기")
         USER_CREATED = "auth.user_created", _("사용자 생성")

@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -10,6 +11,8 @@ from django.utils.translation import gettext_lazy as _
 
 from kb.models import Stakeholder
 from registry import console
+from registry.answer_chart import answer_chart
+from registry.answer_export import console_answer_download
 from registry.models import ConsoleTurn, McpServer
 
 
@@ -80,6 +83,7 @@ class ConsoleAdmin(admin.ModelAdmin):
         view = self.admin_site.admin_view
         return [
             path("delete/", view(self.delete_history_view), name="registry_console_delete"),
+            path("<int:pk>/csv/", view(self.csv_view), name="registry_console_csv"),
             *super().get_urls(),
         ]
 
@@ -106,6 +110,7 @@ class ConsoleAdmin(admin.ModelAdmin):
             "title": _("MCP 탐색 콘솔"),
             "form": form,
             "turn": turn,
+            "chart": answer_chart(turn.rendered) if turn is not None else None,
             "history": console.console_history(user=request.user)[:30],
         }
         return TemplateResponse(request, "admin/registry/console.html", context)
@@ -131,6 +136,21 @@ class ConsoleAdmin(admin.ModelAdmin):
             prompt="" if discover else data["prompt"],
             limit=data["limit"],
         )
+
+    def csv_view(self, request, pk: int):
+        """The turn's answer as CSV, as the console showed it (its owner, or a superuser)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        turn = self.get_queryset(request).filter(pk=pk, kind=ConsoleTurn.Kind.CALL).first()
+        if turn is None or not (turn.rendered or {}).get("columns"):
+            raise Http404
+        response = HttpResponse(
+            console_answer_download(turn=turn, user=request.user),
+            content_type="text/csv; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'attachment; filename="hyperbook-answer-{turn.pk}.csv"'
+        response["Cache-Control"] = "no-store"
+        return response
 
     def delete_history_view(self, request):
         if not self.has_delete_permission(request):

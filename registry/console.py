@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
+from registry.answer_chart import chart_hint
 from registry.models import ConsoleTurn, McpServer
 from registry.presets import PresetFileError, read_token_presets
 from registry.tokens import (
@@ -216,6 +217,7 @@ def rendered_answer(answer: dict) -> dict:
         "ignored": interpretation.get("ignored") or [],
         "help": help_.get("message", ""),
         "examples": help_.get("examples", []),
+        "chart": chart_hint(answer),
     }
 
 
@@ -250,7 +252,9 @@ def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleT
             http_status=http_status,
             message=redact_secrets(message, known=known),
             row_count=result.row_count if isinstance(result, CallResult) else None,
-            rendered=redact_secrets(rendered, known=known),
+            rendered=redact_secrets(
+                {**rendered, "latency_ms": round(exchange.latency_ms, 1)}, known=known
+            ),
             token_prefix=token.prefix,
             token_fingerprint=token.fingerprint,
             request_id=getattr(result, "request_id", "") or "",

@@ -38,6 +38,7 @@ MATRIX = {
     "console.read_own_turn": {S, M},
     "console.read_others_turn": {S},  # and it is audited
     "console.delete_own_history": {S, M},
+    "console.download_own_answer": {S, M},
     "server.view": {S, M, A},
     "server.add": {S, M},
     "server.change": {S, M},
@@ -176,6 +177,19 @@ def console_read_others_turn(browser, world, user):
     ).exists()
     assert seen == audited
     return response, seen
+
+
+def console_download_own_answer(browser, world, user):
+    turn = turn_of(user, "내려받을 답변")
+    turn.rendered = {"columns": [{"name": "phone", "label": "전화번호"}], "rows": [["010-****-1"]]}
+    turn.save(update_fields=["rendered"])
+    response = browser.get(f"/admin/registry/consoleturn/{turn.pk}/csv/")
+    downloaded = b"010-****-1" in response.content
+    audited = AuditEvent.objects.filter(
+        action="console.answer_downloaded", target=f"console_turn:{turn.pk}"
+    ).exists()
+    assert downloaded == audited
+    return response, downloaded
 
 
 def console_delete_own_history(browser, world, user):
@@ -341,6 +355,7 @@ ACTIONS = {
     "console.read_own_turn": console_read_own_turn,
     "console.read_others_turn": console_read_others_turn,
     "console.delete_own_history": console_delete_own_history,
+    "console.download_own_answer": console_download_own_answer,
     "server.view": viewer("/admin/registry/mcpserver/"),
     "server.add": server_add,
     "server.change": server_change,

@@ -1,5 +1,9 @@
 """The admin discovery console against a real /mcp server process."""
 
+import csv
+import io
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -144,3 +148,82 @@ def test_the_console_shows_the_words_used_and_the_words_left_over(console, djang
         ).content.decode()
     assert 'id="understood"' in body and "등급 VIP" in body
     assert 'id="ignored"' in body and "xyzzy" in body
+
+
+# --- answers people look at: a chart of the answer's own numbers, a CSV as shown, the time taken
+
+
+def bars(body: str) -> dict[str, float]:
+    chart = re.search(r'<div class="chart-frame" id="answer-chart">(.*?)</div>', body, re.S)
+    assert chart, "no chart on the page"
+    return {
+        label: float(value)
+        for label, value in re.findall(
+            r'<rect class="bar [^"]*"[^>]* data-label="([^"]*)" data-series="[^"]*"'
+            r' data-value="([-\d.]+)"',
+            chart.group(1),
+        )
+    }
+
+
+def test_a_grouped_answer_is_drawn_as_bars_of_its_own_numbers(console, django_db_blocker):
+    client, user = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-M-001", prompt="상품별 계약 건수", action="call")
+        body = body.content.decode()
+        turn = ConsoleTurn.objects.filter(user=user).first()
+    columns = [c["name"] for c in turn.rendered["columns"]]
+    hint = turn.rendered["chart"]
+    assert hint["kind"] == "bar"
+    label_at = [columns.index(name) for name in hint["labels"]]
+    value_at = columns.index(hint["value"])
+    expected = {
+        " · ".join(str(row[i]) for i in label_at): float(row[value_at])
+        for row in turn.rendered["rows"]
+    }
+    assert expected and bars(body) == expected
+    assert re.search(r'<p id="took">[^<]*\d+ ms</p>', body)
+
+
+def test_a_monthly_answer_is_a_line(console, django_db_blocker):
+    client, user = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-001", prompt="월별 보험료 합계", action="call")
+        body = body.content.decode()
+        turn = ConsoleTurn.objects.filter(user=user).first()
+    assert turn.rendered["chart"]["kind"] == "line", turn.rendered.get("interpretation")
+    points = re.findall(r'<circle [^>]*data-label="([^"]+)" data-value="([\d.]+)"', body)
+    assert points == sorted(points) and len(points) == len(turn.rendered["rows"])
+
+
+def test_a_list_has_no_chart_but_scrolls_in_a_frame(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-001", prompt="담당 고객 목록", action="call")
+    body = body.content.decode()
+    assert 'id="answer-chart"' not in body
+    assert '<div class="answer-frame">' in body
+
+
+def test_the_csv_is_the_answer_as_shown_masks_included_and_audited(console, django_db_blocker):
+    client, user = console
+    with django_db_blocker.unblock():
+        post(client, stakeholder="KB-M-001", prompt="고객 전화번호 목록", action="call")
+        turn = ConsoleTurn.objects.filter(user=user).first()
+        response = client.get(f"/admin/registry/consoleturn/{turn.pk}/csv/")
+        event = AuditEvent.objects.filter(action="console.answer_downloaded").latest("sequence")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    text = response.content.decode("utf-8")
+    assert text.startswith("\ufeff")
+    table = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    assert table[0] == [c["label"] for c in turn.rendered["columns"]]
+    shown = [["" if cell is None else str(cell) for cell in row] for row in turn.rendered["rows"]]
+    assert table[1:] == shown
+    phone = [c["name"] for c in turn.rendered["columns"]].index("phone")
+    assert all("****" in row[phone] for row in table[1:] if row[phone])  # still masked
+    assert (event.actor, event.target, event.row_count) == (
+        user.username,
+        f"console_turn:{turn.pk}",
+        len(shown),
+    )
