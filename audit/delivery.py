@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -29,6 +28,7 @@ from audit.models import (
     DeliveryCursor,
     SinkStatus,
 )
+from core.outbound import outbound_client
 
 logger = logging.getLogger("hyperbook.audit")
 
@@ -121,9 +121,7 @@ def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
         report.skipped = str(exc)
         return report
     deadline = time.monotonic() + time_budget_seconds
-    with httpx.Client(
-        timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
-    ) as client:
+    with outbound_client(timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS) as client:
         while time.monotonic() < deadline:
             wait = sink_wait_seconds()
             if wait > 0:

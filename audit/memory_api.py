@@ -15,12 +15,19 @@ import httpx
 from django.utils import timezone
 
 from audit.chain import CONTENT_FIELDS, occurred_at_text
-from core.outbound import UnsafeUrl, checked_url
+from core.outbound import (
+    OutboundError,
+    UnsafeUrl,
+    checked_url,
+    outbound_client,
+    read_capped,
+)
 
 NAMESPACE = "hyperbook.audit"
 KIND = "audit_event"
 CHECKPOINT_KIND = "audit_checkpoint"
-MAX_READ_BYTES = 1_000_000  # a memory read back is one checkpoint: small
+# An answer is per-item results for one batch, or one memory read back (a checkpoint): small.
+MAX_RESPONSE_BYTES = 1_000_000
 
 
 class MemoryApiConfigError(ValueError):
@@ -112,17 +119,21 @@ def post_memories(
         "Idempotency-Key": str(uuid.uuid4()),
     }
     own_client = client is None
-    client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+    client = client or outbound_client(timeout=timeout)
     try:
-        response = client.post(
-            f"{checked_base_url(base_url)}/v1/memories", json=body, headers=headers
-        )
+        with client.stream(
+            "POST", f"{checked_base_url(base_url)}/v1/memories", json=body, headers=headers
+        ) as response:
+            answer = read_capped(response, max_bytes=MAX_RESPONSE_BYTES)
     except httpx.HTTPError as exc:
         return BatchResult(retry=ids, error=f"transport: {type(exc).__name__}")
+    except OutboundError:
+        # Not known to be stored: the batch goes again.
+        return BatchResult(retry=ids, error="response too large")
     finally:
         if own_client:
             client.close()
-    return interpret_response(ids, response)
+    return interpret_response(ids, response.status_code, response.headers, answer)
 
 
 def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Client) -> dict | None:
@@ -136,11 +147,9 @@ def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Clie
                 return None
             if response.status_code != 200:
                 raise MemoryApiReadError(f"HTTP {response.status_code} reading memory {memory_id}")
-            body = b""
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > MAX_READ_BYTES:
-                    raise MemoryApiReadError(f"memory {memory_id}: the answer is too large")
+            body = read_capped(response, max_bytes=MAX_RESPONSE_BYTES)
+    except OutboundError:
+        raise MemoryApiReadError(f"memory {memory_id}: the answer is too large") from None
     except httpx.HTTPError as exc:
         raise MemoryApiReadError(f"transport: {type(exc).__name__}") from None
     try:
@@ -152,25 +161,26 @@ def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Clie
     return memory
 
 
-def interpret_response(ids: list[str], response: httpx.Response) -> BatchResult:
-    status = response.status_code
+def interpret_response(
+    ids: list[str], status: int, headers: httpx.Headers, body: bytes
+) -> BatchResult:
     if status in (200, 207):
-        return _per_item(ids, response)
+        return _per_item(ids, body)
     if status == 409:
         return BatchResult(delivered=ids)
     if status == 413 and len(ids) > 1:
         return BatchResult(retry=ids, split=True, error="413: batch too large")
     if status in (400, 413, 422):
-        reason = f"{status}: {_safe_text(response)}"
+        reason = f"{status}: {_safe_text(body)}"
         return BatchResult(rejected={event_id: reason for event_id in ids})
     if status in (401, 403):
         return BatchResult(retry=ids, alarm=f"Memory API refused the credential ({status})")
-    return BatchResult(retry=ids, retry_after=_retry_after(response), error=f"HTTP {status}")
+    return BatchResult(retry=ids, retry_after=_retry_after(headers), error=f"HTTP {status}")
 
 
-def _per_item(ids: list[str], response: httpx.Response) -> BatchResult:
+def _per_item(ids: list[str], body: bytes) -> BatchResult:
     try:
-        results = response.json()["results"]
+        results = json.loads(body)["results"]
         by_id = {str(item["id"]): item for item in results if isinstance(item, dict)}
     except (ValueError, KeyError, TypeError):
         return BatchResult(retry=ids, error="unreadable response body")
@@ -190,8 +200,8 @@ def _per_item(ids: list[str], response: httpx.Response) -> BatchResult:
     return outcome
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
+def _retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after", "").strip()
     if not value:
         return None
     if value.isdigit():
@@ -203,6 +213,6 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(max(delay, 0.0), 3600.0)
 
 
-def _safe_text(response: httpx.Response) -> str:
+def _safe_text(body: bytes) -> str:
     # The receiver's words, shortened; they never contain our secrets (we never send any).
-    return " ".join(response.text.split())[:200]
+    return " ".join(body.decode("utf-8", "replace").split())[:200]

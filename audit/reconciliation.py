@@ -17,6 +17,7 @@ from audit.checkpoints import checkpoint_memory_id, configured_verifiers, origin
 from audit.models import AuditCheckpoint, AuditEvent, Delivery
 from audit.services import SOURCE
 from audit.signed_note import Checkpoint, NoteError, open_checkpoint
+from core.outbound import outbound_client
 
 # How many of the latest locally delivered checkpoints are compared with their copies.
 RECENT_CHECKPOINTS = 3
@@ -99,9 +100,7 @@ def reconcile_with_memory_api(
     if not settings.EGS2_MEMORY_API_URL:
         return AnchorReport(False, "EGS2_MEMORY_API_URL is not set: there is no anchor to read")
     own_client = client is None
-    client = client or httpx.Client(
-        timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
-    )
+    client = client or outbound_client(timeout=settings.EGS2_MEMORY_API_TIMEOUT_SECONDS)
     anchor = _Anchor(client, origin_for(source))
     try:
         message = _compare(anchor, source)

@@ -11,14 +11,12 @@ import json
 import logging
 import math
 import re
-import time
 from dataclasses import dataclass, field
 
-import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from core.outbound import UnsafeUrl, checked_url
+from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
 from kb.models import Stakeholder
 from kb.policy import PolicyRefused
@@ -32,15 +30,6 @@ MAX_NAME = 64
 MAX_SUMMARY = 500
 STAKEHOLDER_HEADER = "X-KB-Stakeholder-Id"
 _TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")  # visible ASCII: nothing that could split a header
-
-
-class OutboundError(Exception):
-    """A POST to another service failed before a usable status (timeout, redirect, transport)."""
-
-    def __init__(self, reason: str, *, status: int | None = None, detail: str = ""):
-        super().__init__(" ".join(x for x in (reason, detail, status and f"HTTP {status}") if x))
-        self.reason = reason  # timeout, redirect, too_large, unreachable
-        self.status = status
 
 
 class OrdsError(Exception):
@@ -279,50 +268,6 @@ def _outbound_error(exc: OutboundError) -> OrdsError:
     }
     message = messages.get(exc.reason, "ORDS Select AI에 연결할 수 없습니다.")
     return OrdsError(message, reason=exc.reason, status=exc.status)
-
-
-# --- outbound HTTP (shared with the Select AI model provider) ---------------------------------
-
-
-def checked_service_url(raw: object, setting: str) -> str:
-    """An absolute https URL (plain http only for loopback) with no credentials, query, fragment."""
-    url = raw.strip() if isinstance(raw, str) else ""
-    if not url:
-        raise ImproperlyConfigured(f"{setting} is not set")
-    try:
-        checked_url(url, name=setting)
-    except UnsafeUrl as exc:
-        raise ImproperlyConfigured(str(exc)) from None
-    return url
-
-
-def post_json(
-    url: str, *, payload: dict, headers: dict, timeout: float, max_bytes: int
-) -> tuple[int, bytes]:
-    """POST JSON; (status, body). Redirects are never followed: a 3xx raises OutboundError.
-
-    `timeout` bounds the whole exchange, not just each read, and the body is capped at
-    `max_bytes`; neither a slow nor a huge reply can hold a worker.
-    """
-    deadline = time.monotonic() + timeout
-    try:
-        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
-            with client.stream("POST", url, json=payload, headers=headers) as response:
-                if 300 <= response.status_code < 400:
-                    raise OutboundError("redirect", status=response.status_code)
-                chunks, size = [], 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise OutboundError("too_large", status=response.status_code)
-                    if time.monotonic() > deadline:
-                        raise OutboundError("timeout")
-                    chunks.append(chunk)
-                return response.status_code, b"".join(chunks)
-    except httpx.TimeoutException:
-        raise OutboundError("timeout") from None
-    except httpx.HTTPError as exc:
-        raise OutboundError("unreachable", detail=type(exc).__name__) from None
 
 
 def _positive_seconds(source, name: str) -> float:

@@ -22,6 +22,7 @@ import httpx
 import mcp.types as mcp_types
 from pydantic import ValidationError
 
+from core.outbound import ByteBudget, ResponseTooLarge, outbound_async_client
 from kb.catalogue import MAX_LIMIT, MIN_LIMIT
 from registry.declarations import (
     DEFAULT_KB_BASE_URL_ENV,
@@ -662,6 +663,8 @@ class McpHttpSession:
             return anyio.run(self._exchange, message, body, headers, context, expect_answer)
         except (TimeoutError, httpx.TimeoutException):  # our deadline, or httpx's per read
             raise McpTimeout("no answer in time", **context) from None
+        except ResponseTooLarge:
+            raise MalformedResponse("the answer is too large", **context) from None
         except httpx.TransportError as exc:
             raise ConnectionFailed(
                 f"could not reach the server ({type(exc).__name__})", **context
@@ -689,7 +692,7 @@ class McpHttpSession:
                 _check_identity_encoding(response, context)
                 kind = _content_type(response)
                 if kind == "application/json":
-                    payload = _parse_json(await _read_body(response, context), context)
+                    payload = _parse_json(await _read_body(response), context)
                     return self._redacted_answer(payload, message["id"], context)
                 if kind == "text/event-stream":
                     return await self._answer_from_stream(client, response, message["id"], context)
@@ -736,7 +739,7 @@ class McpHttpSession:
         self.session_id = session_id
 
     async def _answer_from_stream(self, client, response, rpc_id: int, context: dict) -> dict:
-        budget = _ByteBudget(MAX_RESPONSE_BYTES, context)
+        budget = ByteBudget(MAX_RESPONSE_BYTES)
         last_event_id, retry_ms = None, None
         for attempt in range(MAX_STREAM_RESUMPTIONS + 1):
             if attempt:
@@ -785,26 +788,7 @@ class McpHttpSession:
 
 
 def _http_client(timeout: float) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(timeout),
-        follow_redirects=False,
-        trust_env=False,
-        headers={"User-Agent": USER_AGENT},
-    )
-
-
-class _ByteBudget:
-    """How many bytes one answer may still take, counted as they arrive (inside a line too)."""
-
-    def __init__(self, limit: int, context: dict):
-        self.left = limit
-        self.context = context
-
-    def take(self, chunk: bytes) -> bytes:
-        self.left -= len(chunk)
-        if self.left < 0:
-            raise MalformedResponse("the answer is too large", **self.context)
-        return chunk
+    return outbound_async_client(timeout=timeout, headers={"User-Agent": USER_AGENT})
 
 
 def _content_type(response: httpx.Response) -> str:
@@ -834,8 +818,8 @@ async def _is_origin_refusal(response: httpx.Response) -> bool:
     return bool(re.search(r"\b(origin|host)\b", text))
 
 
-async def _read_body(response: httpx.Response, context: dict) -> bytes:
-    budget = _ByteBudget(MAX_RESPONSE_BYTES, context)
+async def _read_body(response: httpx.Response) -> bytes:
+    budget = ByteBudget(MAX_RESPONSE_BYTES)
     body = bytearray()
     async for chunk in response.aiter_raw():
         body += budget.take(chunk)
@@ -853,7 +837,7 @@ def _parse_json(data: bytes, context: dict) -> object:
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-async def _sse_events(response: httpx.Response, budget: _ByteBudget, context: dict):
+async def _sse_events(response: httpx.Response, budget: ByteBudget, context: dict):
     """Server-sent events as they arrive (WHATWG parsing: data/id/retry fields, blank line ends).
 
     Lines are cut from raw chunks here rather than by httpx, so the byte budget holds inside a

@@ -17,7 +17,7 @@ from functools import cache
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from kb.ords import OutboundError, checked_service_url, post_json
+from core.outbound import OutboundError, checked_service_url, post_json
 from kb.plans import (
     AGGREGATE_FNS,
     ENTITIES,
