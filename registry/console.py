@@ -1,11 +1,11 @@
-"""Discovery and calls as a person: the admin console and `manage.py kb_ask` both come through here.
+"""The admin console (and `manage.py kb_ask`) as a person: which token to use, and the console's
+history of exchanges (registry.services runs and audits them).
 
 The token lives only in the caller's memory. History and audit keep a safe projection: what was
 asked and seen (already masked by the server's VPD policy, echoed secrets redacted), never the
 token. Every failure, expected or not, ends as a Korean message and an audit event.
 """
 
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -13,9 +13,19 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
+from audit.services import audit_record
 from registry.answer_chart import chart_hint
+from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn, McpServer
 from registry.presets import PresetFileError, read_token_presets
+from registry.services import (
+    CallResult,
+    Discovery,
+    Exchange,
+    ExchangeRefused,
+    mcp_exchange_audit,
+    mcp_exchange_run,
+)
 from registry.tokens import (
     MalformedToken,
     display_prefix,
@@ -28,14 +38,19 @@ USE_CONSOLE_PERMISSION = "registry.use_console"
 APPROVE_PIN_PERMISSION = "registry.approve_toolpin"
 
 
-class ConsoleError(ValueError):
+class ConsoleError(ExchangeRefused):
     """Something the admin must fix before anything is sent; the message is safe to show.
 
     `code` names the failure for the audit trail."""
 
-    def __init__(self, message: str, *, code: str = "console_error"):
-        super().__init__(message)
-        self.code = code
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "console_error",
+        outcome: AuditEvent.Outcome = AuditEvent.Outcome.ERROR,
+    ):
+        super().__init__(message, code=code, outcome=outcome)
 
 
 @dataclass(frozen=True)
@@ -47,16 +62,6 @@ class ConsoleToken:
 
     def __repr__(self) -> str:  # never show the value, even in a debug page or traceback
         return f"ConsoleToken(prefix={self.prefix!r}, stakeholder_id={self.stakeholder_id!r})"
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One discovery or call as it ended: a result or an error, and how long it took."""
-
-    kind: str
-    result: object = None  # a Discovery or a CallResult
-    error: BaseException | None = None
-    latency_ms: float = 0.0
 
 
 def console_presets() -> tuple[list[str], str]:
@@ -75,13 +80,16 @@ def console_token(*, stakeholder_id: str = "", one_time_bearer: str = "", preset
             value = normalize_token(one_time_bearer)
         except MalformedToken:
             raise ConsoleError(
-                _("토큰 형식이 올바르지 않습니다."), code="malformed_token"
+                _("토큰 형식이 올바르지 않습니다."),
+                code="malformed_token",
+                outcome=AuditEvent.Outcome.UNAUTHENTICATED,
             ) from None
         return _token(value, stakeholder_id or "")
     if not stakeholder_id:
         raise ConsoleError(
             _("토큰이 없습니다: 관계자 프리셋을 고르거나 일회용 토큰을 입력하세요."),
             code="missing_token",
+            outcome=AuditEvent.Outcome.UNAUTHENTICATED,
         )
     try:
         presets = read_token_presets(presets_file or settings.VPD_TOKEN_PRESETS_FILE)
@@ -103,82 +111,14 @@ def _token(value: str, stakeholder_id: str) -> ConsoleToken:
     return ConsoleToken(value, stakeholder_id, display_prefix(value), token_fingerprint(value))
 
 
-def mcp_exchange(
-    *,
-    kind: str,
-    server: McpServer,
-    token: ConsoleToken,
-    prompt: str = "",
-    limit: int = 50,
-    trust_first_use: bool,
-    actor=None,
-) -> Exchange:
-    """Discover (`kind` "discover") or call ("call") a registered server with this token.
-
-    Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
-    back as the exchange's error for `to_public_mcp_error` to put in Korean."""
-    from registry.mcp_client import call_kb_select_ai, discover_kb_tools
-
-    started = time.perf_counter()
-    try:
-        if kind == ConsoleTurn.Kind.DISCOVER:
-            result = discover_kb_tools(
-                server, token.value, trust_first_use=trust_first_use, actor=actor
-            )
-        else:
-            result = call_kb_select_ai(
-                server, token.value, prompt, limit, trust_first_use=trust_first_use, actor=actor
-            )
-    except Exception as exc:  # every failure becomes a safe public message and an audit event
-        return Exchange(kind, error=exc, latency_ms=_since(started))
-    return Exchange(kind, result=result, latency_ms=_since(started))
-
-
-def _since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
-
-
-def exchange_audit(
-    *,
-    exchange: Exchange | None,
-    server_id: str,
-    tool: str,
-    token: ConsoleToken | None,
-    actor: str,
-    stakeholder_role: str = "",
-    prompt: str | None = None,
-    refusal: ConsoleError | None = None,
-    kind: str = "",
-):
-    """The exchange's audit event ("console.discover" / "console.call"); for a refusal before
-    anything was sent, the refusal's code."""
-    from registry.mcp_client import audit_console_event
-
-    kind = exchange.kind if exchange is not None else kind
-    return audit_console_event(
-        action=AuditEvent.Action(f"console.{kind}"),
-        server_id=server_id,
-        tool=tool,
-        token=token.value if token else None,
-        stakeholder_id=token.stakeholder_id if token else "",
-        stakeholder_role=stakeholder_role,
-        actor=actor,
-        result=exchange.result if exchange else None,
-        error=exchange.error if exchange else None,
-        refusal=refusal.code if refusal else "",
-        prompt=prompt or None,
-        latency_ms=exchange.latency_ms if exchange else None,
-    )
-
-
 def console_run(
     *, user, kind: str, server: McpServer, token: ConsoleToken, prompt: str = "", limit: int = 50
 ) -> ConsoleTurn:
     """One console exchange as `user`, kept as a turn of their history with its audit event."""
-    exchange = mcp_exchange(
+    exchange = mcp_exchange_run(
         kind=kind,
         server=server,
-        token=token,
+        token=token.value,
         prompt=prompt,
         limit=limit,
         # Pinning a server seen for the first time is a pin decision: it takes that right.
@@ -224,8 +164,6 @@ def rendered_answer(answer: dict) -> dict:
 def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleTurn:
     """Keep the turn (what the admin saw) and its audit event, both from the same result or
     error, in one transaction."""
-    from registry.mcp_client import CallResult, Discovery, to_public_mcp_error
-
     result, error = exchange.result, exchange.error
     status, http_status, message, rendered = "ok", 200, "", {}
     if error is not None:
@@ -259,11 +197,12 @@ def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleT
             token_fingerprint=token.fingerprint,
             request_id=getattr(result, "request_id", "") or "",
         )
-        exchange_audit(
+        mcp_exchange_audit(
             exchange=exchange,
             server_id=server.server_id,
             tool=server.default_tool,
-            token=token,
+            token=token.value,
+            stakeholder_id=token.stakeholder_id,
             actor=user.get_username(),
             prompt=prompt,
         )
@@ -276,8 +215,6 @@ def console_history(*, user):
 
 def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
     """A superuser opened another admin's turn: allowed, and on the record."""
-    from audit.services import audit_record
-
     audit_record(
         action=AuditEvent.Action.CONSOLE_TURN_VIEWED,
         outcome=AuditEvent.Outcome.ALLOWED,

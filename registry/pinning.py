@@ -2,7 +2,9 @@
 an admin to review and approve (a defence against a server changing a tool under its callers)."""
 
 import difflib
+import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -11,7 +13,6 @@ from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
 from audit.services import audit_change
-from registry.mcp_client import canonical_tool_definition, tool_definition_hash
 from registry.models import McpServer, ToolPin
 
 PINNED = "pinned"  # first seen now, pinned automatically (trust on first use)
@@ -29,6 +30,21 @@ class PinError(ValueError):
 
 class TooManyTools(PinError):
     """The server lists more tools than MAX_TOOLS_PER_SERVER."""
+
+
+def canonical_tool_definition(definition: Mapping) -> dict:
+    """The pinned form of a tool definition: all of it (name, title, description, schemas,
+    annotations, icons, _meta and whatever else a client may show or act on), as plain JSON."""
+    return json.loads(_canonical_json(definition))
+
+
+def tool_definition_hash(definition: Mapping) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no spaces, UTF-8) of the whole definition."""
+    return hashlib.sha256(_canonical_json(definition).encode()).hexdigest()
+
+
+def _canonical_json(definition: Mapping) -> str:
+    return json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)

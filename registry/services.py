@@ -1,26 +1,64 @@
-"""Writes to the registry. The admin and the import command both come through here."""
+"""Writes to the registry, and the discover and call flow of its MCP servers. The admin, the
+import command, the console and kb_ask all come through here."""
 
-from collections.abc import Iterable
+import os
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import mcp.types as mcp_types
 from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from pydantic import ValidationError
 
 from audit.models import AuditEvent
-from audit.services import audit_change
+from audit.services import audit_change, audit_record, prompt_fingerprint
 from kb.models import Stakeholder
+from registry import pinning
 from registry.declarations import (
+    DEFAULT_KB_BASE_URL_ENV,
+    DEFAULT_TIMEOUT_ENV,
     KB_TOOL_NAME,
     TOOL_NAME_RE,
     DeclarationError,
+    EndpointError,
     FieldError,
     McpServerDeclaration,
+    resolve_kb_mcp_endpoint,
     validate_mcp_server,
 )
-from registry.models import AllowedTool, McpServer, TokenDelegation
+from registry.mcp.contract import (
+    DEFAULT_LIMIT,
+    as_declaration,
+    check_input_schema,
+    checked_prompt,
+    clamp_limit,
+    schema_bounds,
+    select_tool,
+    tool_arguments,
+)
+from registry.mcp.errors import (
+    BearerNotForThisServer,
+    EndpointUnavailable,
+    Forbidden,
+    MalformedBearer,
+    MalformedResponse,
+    McpClientError,
+    MissingToken,
+    OriginRefused,
+    RateLimited,
+    ServerDisabled,
+    ServerNotRegistered,
+    ToolDefinitionChanged,
+    ToolNotOffered,
+    Unauthorized,
+    to_public_mcp_error,
+)
+from registry.mcp.transport import McpHttpSession
+from registry.models import AllowedTool, ConsoleTurn, McpServer, TokenDelegation
 from registry.tokens import (
     MIN_TOKEN_BITS,
     MalformedToken,
@@ -281,3 +319,480 @@ def delegation_mark_used(*, delegation_id: int, now: datetime) -> None:
     TokenDelegation.objects.filter(pk=delegation_id).filter(
         models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)
+
+
+# --- discovering and calling MCP servers ----------------------------------------------------
+
+# POC3_MCP_TIMEOUT_SECONDS (or a server's own variable) when it is unset or unusable.
+DEFAULT_TIMEOUT_SECONDS = 90
+
+
+def resolve_endpoint(server: McpServerDeclaration, environ: Mapping[str, str] | None = None) -> str:
+    """The URL to POST to. KB: its base URL variable (settings first) + /mcp; else endpoint_url."""
+    if environ is None:
+        environ = _settings_environ(server.base_url_env or DEFAULT_KB_BASE_URL_ENV)
+    try:
+        return resolve_kb_mcp_endpoint(server, environ)
+    except EndpointError as exc:
+        raise EndpointUnavailable(str(exc)) from None
+
+
+def effective_timeout(
+    server: McpServerDeclaration,
+    timeout: float | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> float:
+    """POC3_MCP_TIMEOUT_SECONDS (or the server's timeout variable); a server's own
+    timeout_seconds and an explicit `timeout` may only lower it."""
+    name = server.timeout_seconds_env or DEFAULT_TIMEOUT_ENV
+    source = _settings_environ(name) if environ is None else environ
+    try:
+        seconds = float(source.get(name) or DEFAULT_TIMEOUT_SECONDS)
+    except (TypeError, ValueError):
+        seconds = DEFAULT_TIMEOUT_SECONDS
+    if seconds <= 0:
+        seconds = DEFAULT_TIMEOUT_SECONDS
+    for lower in (server.timeout_seconds, timeout):
+        if lower is not None and 0 < lower < seconds:
+            seconds = float(lower)
+    return seconds
+
+
+def _settings_environ(name: str) -> dict[str, str]:
+    """The process environment, with the Django setting of the same name taking precedence."""
+    environ = dict(os.environ)
+    value = getattr(settings, name, None) if settings.configured else None
+    if value not in (None, ""):
+        environ[name] = str(value)
+    return environ
+
+
+def bearer_for(server: McpServerDeclaration, token: str | None) -> str | None:
+    """The bearer to send to this server, or None for a server declared without authentication.
+
+    The KB VPD server (per-request VPD bearer, URL from KB_MCP_BASE_URL only): the user's token,
+    required. A service-token server: the token from its own `token_env` variable. No-auth:
+    nothing. A user's token never goes anywhere but the KB server, whatever a row says.
+    """
+    if server.auth_delivery == "none":
+        return None
+    if server.auth_delivery == "service_token_env":
+        token = os.environ.get(server.token_env, "") if server.token_env else ""
+    elif server.auth_delivery != "per_request_vpd_bearer" or not server.is_kb:
+        raise BearerNotForThisServer("a user's VPD bearer goes only to the KB VPD server")
+    if token is None or not str(token).strip():
+        raise MissingToken("no bearer token")
+    try:
+        return normalize_token(token)
+    except MalformedToken:
+        raise MalformedBearer("token is not a valid bearer token") from None
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What discovery found on a server.
+
+    pin_state: "pinned" (first seen now: trusted on first use), "unchanged", "held" (the
+    definition changed; calls wait for an admin's approval), or "unregistered" (the declaration
+    is not a registered server; nothing stored).
+    """
+
+    server_id: str
+    endpoint: str
+    protocol_version: str
+    session_issued: bool
+    server_info: dict
+    tool_names: tuple[str, ...]
+    tool: str
+    definition: dict
+    definition_hash: str
+    pin_state: str
+    request_id: str
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The answer of one tools/call. `answer` is the structuredContent (None if there is none);
+    `text` the text content joined; `request_id` the X-Request-ID of the tools/call request."""
+
+    server_id: str
+    tool: str
+    answer: dict | None
+    is_error: bool
+    text: str
+    request_id: str
+    http_status: int
+    protocol_version: str
+    session_issued: bool
+    limit: int
+    pin_state: str
+    content_types: tuple[str, ...] = field(default=())
+
+    @property
+    def row_count(self) -> int | None:
+        if not isinstance(self.answer, dict):
+            return None
+        count = self.answer.get("row_count")
+        if isinstance(count, int) and not isinstance(count, bool):
+            return count
+        rows = self.answer.get("rows")
+        return len(rows) if isinstance(rows, list) else None
+
+
+def kb_tools_discover(
+    *,
+    server,
+    token: str | None,
+    actor=None,
+    tool: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    trust_first_use: bool = False,
+) -> Discovery:
+    """initialize → notifications/initialized → tools/list, then check the allowed tool.
+
+    `server`: an McpServer or an McpServerDeclaration. `token`: the current user's VPD bearer
+    (with or without "Bearer "), kept in memory and sent only in the Authorization header.
+    `tool`: an allowlisted tool other than the default (a `direct` server needs none).
+    `environ`: where KB_MCP_BASE_URL and the timeout variable are read (default: settings, then
+    the process environment). `timeout`: may only lower the configured timeout.
+
+    Checks the tool is listed and its input schema takes prompt/limit, then compares every listed
+    tool with its pin (`pinning.tool_pins_check`: `trust_first_use` says whether the asker may
+    pin a server seen for the first time; `actor` is who is asking, for the audit). Raises an
+    McpClientError (see `to_public_mcp_error`); no request is sent when the token is missing,
+    the tool is not allowlisted or the URL cannot be resolved.
+    """
+    declaration, url, bearer, tool_name, seconds = _prepare(server, token, tool, environ, timeout)
+    with McpHttpSession(url, token=bearer, timeout=seconds) as session:
+        session.initialize()
+        session.notify_initialized()
+        tools = session.list_tools()
+        session_issued = session.session_id is not None
+        request_id = session.last_request_id
+    definition = _checked_definition(tools, tool_name, request_id)
+    pin = _pin_check(declaration, tools, tool_name, trust_first_use, actor, request_id)
+    return Discovery(
+        server_id=declaration.id,
+        endpoint=url,
+        protocol_version=session.protocol_version,
+        session_issued=session_issued,
+        server_info=session.server_info,
+        tool_names=tuple(t.get("name", "") for t in tools if isinstance(t.get("name"), str)),
+        tool=tool_name,
+        definition=pinning.canonical_tool_definition(definition),
+        definition_hash=pinning.tool_definition_hash(definition),
+        pin_state=pin.state,
+        request_id=request_id,
+    )
+
+
+def kb_tool_call(
+    *,
+    server,
+    token: str | None,
+    prompt: str,
+    limit: int = DEFAULT_LIMIT,
+    actor=None,
+    tool: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    trust_first_use: bool = False,
+) -> CallResult:
+    """The whole flow, then one tools/call with only `prompt` and the clamped `limit`.
+
+    Arguments as for `kb_tools_discover`; `prompt` is a non-blank string of at most
+    MCP_PROMPT_MAX_LENGTH characters (and the tool's maxLength), `limit` an integer clamped to
+    1..100 (and the tool's own bounds). Before any request: token present and well-formed,
+    tool allowlisted, server registered and enabled, prompt and limit valid. Before tools/call:
+    the tool is listed, takes prompt/limit, and its definition matches its pin (else
+    ToolDefinitionChanged: held until an admin approves). tools/call is never retried: after a
+    timeout or an error, exactly one tools/call was sent. A tool's own failure is not an
+    exception: `is_error` is set and `text` says what the tool said.
+    """
+    declaration, url, bearer, tool_name, seconds = _prepare(server, token, tool, environ, timeout)
+    registered = _registered(declaration)
+    if registered is None:
+        raise ServerNotRegistered("tools are only called on registered servers")
+    prompt = checked_prompt(prompt, max_length=settings.MCP_PROMPT_MAX_LENGTH)
+    limit = clamp_limit(limit)
+    with McpHttpSession(url, token=bearer, timeout=seconds) as session:
+        session.initialize()
+        session.notify_initialized()
+        tools = session.list_tools()
+        definition = _checked_definition(tools, tool_name, session.last_request_id)
+        max_length, minimum, maximum = schema_bounds(definition)
+        if max_length is not None:
+            prompt = checked_prompt(prompt, max_length=max_length)
+        limit = clamp_limit(limit, minimum=minimum, maximum=maximum)
+        pin = _pin_check(
+            registered, tools, tool_name, trust_first_use, actor, session.last_request_id
+        )
+        if pin.state == pinning.HELD:
+            raise ToolDefinitionChanged("the tool's definition changed; an admin must approve it")
+        result = session.call_tool(tool_name, tool_arguments(prompt, limit))
+        request_id, status = session.last_request_id, session.last_status
+        session_issued = session.session_id is not None
+        context = {"rpc_method": "tools/call", "request_id": request_id, "http_status": status}
+    parsed = _call_result(result, definition, context)
+    texts = [c.text for c in parsed.content if isinstance(c, mcp_types.TextContent)]
+    return CallResult(
+        server_id=declaration.id,
+        tool=tool_name,
+        answer=parsed.structured_content,
+        is_error=bool(parsed.is_error),
+        text="\n".join(texts),
+        request_id=request_id,
+        http_status=status or 0,
+        protocol_version=session.protocol_version or "",
+        session_issued=session_issued,
+        limit=limit,
+        pin_state=pin.state,
+        content_types=tuple(c.type for c in parsed.content),
+    )
+
+
+def _prepare(server, token, tool, environ, timeout):
+    """Everything checked before the first request is sent."""
+    declaration = as_declaration(server)
+    if not declaration.enabled:
+        raise ServerDisabled("server is disabled")
+    tool_name = select_tool(declaration, tool)
+    bearer = bearer_for(declaration, token)
+    url = resolve_endpoint(declaration, environ)
+    seconds = effective_timeout(declaration, timeout, environ)
+    return declaration, url, bearer, tool_name, seconds
+
+
+def _registered(declaration: McpServerDeclaration):
+    """The registered server this declaration is, or None (unregistered, or registered
+    differently: pins belong to what is registered)."""
+    server = (
+        McpServer.objects.filter(server_id=declaration.id).prefetch_related("allowed_tools").first()
+    )
+    if server is None or server.to_declaration() != declaration:
+        return None
+    return server
+
+
+def _pin_check(server, tools, tool_name, trust_first_use, actor, request_id):
+    """The pin state of `tool_name`, every listed tool checked against its pin."""
+    registered = server if not isinstance(server, McpServerDeclaration) else _registered(server)
+    try:
+        checks = pinning.tool_pins_check(
+            server=registered, definitions=tools, trust_first_use=trust_first_use, actor=actor
+        )
+    except pinning.TooManyTools:
+        raise MalformedResponse(
+            "the server lists too many tools", rpc_method="tools/list", request_id=request_id
+        ) from None
+    return checks[tool_name]
+
+
+def _checked_definition(tools: list[dict], tool_name: str, request_id: str) -> dict:
+    matches = [t for t in tools if t.get("name") == tool_name]
+    context = {"rpc_method": "tools/list", "request_id": request_id}
+    if not matches:
+        raise ToolNotOffered("the allowed tool is not listed", **context)
+    if len(matches) > 1:
+        raise MalformedResponse("the tool is listed twice", **context)
+    try:
+        mcp_types.Tool.model_validate(matches[0])
+    except ValidationError:
+        raise MalformedResponse("the tool definition is malformed", **context) from None
+    check_input_schema(matches[0])
+    return matches[0]
+
+
+def _call_result(result: dict, definition: Mapping, context: dict) -> mcp_types.CallToolResult:
+    try:
+        parsed = mcp_types.CallToolResult.model_validate(result)
+    except ValidationError:
+        raise MalformedResponse("tools/call result is not a CallToolResult", **context) from None
+    structured = parsed.structured_content
+    if structured is not None and not isinstance(structured, dict):
+        raise MalformedResponse("structuredContent is not an object", **context)
+    output_schema = definition.get("outputSchema")
+    if isinstance(output_schema, Mapping) and not parsed.is_error:
+        # The spec: a tool with an outputSchema must return conforming structuredContent.
+        import jsonschema
+
+        if structured is None:
+            raise MalformedResponse("structuredContent missing", **context)
+        try:
+            validator = jsonschema.validators.validator_for(output_schema)
+            validator(output_schema).validate(structured)
+        except (jsonschema.ValidationError, jsonschema.SchemaError):
+            raise MalformedResponse(
+                "structuredContent breaks the outputSchema", **context
+            ) from None
+    return parsed
+
+
+# --- one exchange as a person (the console, kb_ask) and its audit event ------------------------
+
+
+class ExchangeRefused(ValueError):
+    """Nothing was sent: something must be fixed first; the message is safe to show.
+
+    `code` names the refusal for the audit trail, `outcome` is its audit event's outcome."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "refused",
+        outcome: AuditEvent.Outcome = AuditEvent.Outcome.ERROR,
+    ):
+        super().__init__(message)
+        self.code = code
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One discovery or call as it ended: a result or an error, and how long it took."""
+
+    kind: str
+    result: Discovery | CallResult | None = None
+    error: BaseException | None = None
+    latency_ms: float = 0.0
+
+
+def mcp_exchange_run(
+    *,
+    kind: str,
+    server: McpServer,
+    token: str,
+    prompt: str = "",
+    limit: int = DEFAULT_LIMIT,
+    trust_first_use: bool,
+    actor=None,
+) -> Exchange:
+    """Discover (`kind` "discover") or call ("call") a registered server with this token.
+
+    Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
+    back as the exchange's error for `to_public_mcp_error` to put in Korean."""
+    started = time.perf_counter()
+    try:
+        if kind == ConsoleTurn.Kind.DISCOVER:
+            result = kb_tools_discover(
+                server=server, token=token, actor=actor, trust_first_use=trust_first_use
+            )
+        else:
+            result = kb_tool_call(
+                server=server,
+                token=token,
+                prompt=prompt,
+                limit=limit,
+                actor=actor,
+                trust_first_use=trust_first_use,
+            )
+    except Exception as exc:  # every failure becomes a safe public message and an audit event
+        return Exchange(kind, error=exc, latency_ms=_since(started))
+    return Exchange(kind, result=result, latency_ms=_since(started))
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+_EXCHANGE_ACTIONS = {
+    ConsoleTurn.Kind.DISCOVER: AuditEvent.Action.CONSOLE_DISCOVER,
+    ConsoleTurn.Kind.CALL: AuditEvent.Action.CONSOLE_CALL,
+}
+
+# A failure's audit outcome, by its class (any other failure is an error). Kept here rather than
+# on the error classes: those load without Django, and AuditEvent is a model.
+_FAILURE_OUTCOMES: tuple[tuple[type[BaseException], AuditEvent.Outcome], ...] = (
+    (Unauthorized, AuditEvent.Outcome.UNAUTHENTICATED),
+    (MissingToken, AuditEvent.Outcome.UNAUTHENTICATED),
+    (MalformedBearer, AuditEvent.Outcome.UNAUTHENTICATED),
+    (MalformedToken, AuditEvent.Outcome.UNAUTHENTICATED),
+    (Forbidden, AuditEvent.Outcome.FORBIDDEN),
+    (RateLimited, AuditEvent.Outcome.RATE_LIMITED),
+    (OriginRefused, AuditEvent.Outcome.REFUSED_ORIGIN),
+    (MalformedResponse, AuditEvent.Outcome.MALFORMED),
+)
+
+
+def failure_outcome(error: BaseException) -> AuditEvent.Outcome:
+    for kind, outcome in _FAILURE_OUTCOMES:
+        if isinstance(error, kind):
+            return outcome
+    return AuditEvent.Outcome.ERROR
+
+
+def mcp_exchange_audit(
+    *,
+    exchange: Exchange | None,
+    server_id: str,
+    tool: str,
+    actor: str,
+    token: str | None = None,
+    stakeholder_id: str = "",
+    stakeholder_role: str = "",
+    prompt: str | None = None,
+    refusal: ExchangeRefused | None = None,
+    kind: str = "",
+) -> AuditEvent:
+    """The audit event of one exchange ("console.discover" / "console.call"), or of a refusal
+    before anything was sent (`kind` then says which it would have been): outcome, HTTP status,
+    request id, server, tool, row count, latency, the token's display prefix and keyed
+    fingerprint (never the token), a keyed hash of the prompt (never its text)."""
+    kind = exchange.kind if exchange is not None else kind
+    values: dict = {
+        "action": _EXCHANGE_ACTIONS[kind],
+        "target": server_id[:128],
+        "tool": (tool or "")[:128],
+        "stakeholder_id": stakeholder_id[:16],
+        "stakeholder_role": stakeholder_role[:32],
+        "actor": actor[:150],
+        "latency_ms": exchange.latency_ms if exchange is not None else None,
+    }
+    if token:
+        try:
+            normalized = normalize_token(token)
+        except MalformedToken:
+            normalized = None
+        if normalized is not None:
+            values["token_prefix"] = display_prefix(normalized)
+            values["token_fingerprint"] = token_fingerprint(normalized)
+    if isinstance(prompt, str) and prompt:
+        values["prompt_length"] = len(prompt)
+        values["prompt_hash"] = prompt_fingerprint(prompt)
+    result = exchange.result if exchange is not None else None
+    error = exchange.error if exchange is not None else None
+    if refusal is not None:
+        values["outcome"] = refusal.outcome
+        values["detail"] = refusal.code[:128]
+    elif error is not None:
+        public = to_public_mcp_error(error)
+        values["outcome"] = failure_outcome(error)
+        values["http_status"] = public.http_status
+        # An unexpected failure names its exception class (never its message) for diagnosis.
+        values["detail"] = (
+            public.code if public.code != "error" else f"error:{type(error).__name__}"
+        )
+        if isinstance(error, McpClientError):
+            values["request_id"] = error.request_id[:64]
+            values["rpc_method"] = error.rpc_method[:64]
+    elif isinstance(result, CallResult):
+        values["outcome"] = (
+            AuditEvent.Outcome.TOOL_ERROR if result.is_error else AuditEvent.Outcome.ALLOWED
+        )
+        values["http_status"] = result.http_status
+        values["request_id"] = result.request_id[:64]
+        values["rpc_method"] = "tools/call"
+        values["row_count"] = result.row_count
+        values["tool"] = result.tool[:128]
+    elif isinstance(result, Discovery):
+        values["outcome"] = AuditEvent.Outcome.ALLOWED
+        values["http_status"] = 200
+        values["request_id"] = result.request_id[:64]
+        values["rpc_method"] = "tools/list"
+        values["tool"] = result.tool[:128]
+        values["detail"] = f"pin:{result.pin_state}"
+    else:
+        values["outcome"] = AuditEvent.Outcome.ERROR
+    return audit_record(**values)

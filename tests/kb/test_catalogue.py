@@ -9,7 +9,8 @@ from kb.plans import ENTITIES
 from kb.policy import ENTITY_COLUMNS
 from kb.selectai.parser import FIELDS, IDENTITY_FIELDS
 from mcpserver import tool
-from registry import declarations, mcp_client
+from registry import declarations
+from registry.mcp import contract
 
 
 def test_the_catalogue_imports_nothing_from_django():
@@ -35,7 +36,7 @@ def test_plans_policy_and_parser_see_the_same_entities_and_fields():
 def test_the_tool_name_and_limits_have_one_source():
     assert tool.TOOL_NAME == declarations.KB_TOOL_NAME == catalogue.TOOL_NAME
     assert (tool.LIMIT_MIN, tool.LIMIT_MAX) == (catalogue.MIN_LIMIT, catalogue.MAX_LIMIT)
-    assert (mcp_client.LIMIT_MIN, mcp_client.LIMIT_MAX) == (
+    assert (contract.LIMIT_MIN, contract.LIMIT_MAX) == (
         catalogue.MIN_LIMIT,
         catalogue.MAX_LIMIT,
     )

@@ -2,11 +2,12 @@
 
 `conformance client --command "python tests/peers/hyperbook_client.py"` starts a scenario server
 and runs this with its URL as the last argument and the scenario's name in
-MCP_CONFORMANCE_SCENARIO. Everything goes through registry.mcp_client: the transport
+MCP_CONFORMANCE_SCENARIO. Everything goes through registry.mcp: the transport
 (McpHttpSession: no redirects, JSON and SSE answers, session ids, version negotiation, stream
 resumption) and the allowlist check. The scenario servers' tools are not the KB tool and take
-other arguments than prompt/limit, so the product flow (call_kb_select_ai, which only ever sends
-prompt and limit) is not what runs here; its transport is. No token: the scenarios need none.
+other arguments than prompt/limit, so the product flow (registry.services.kb_tool_call, which
+only ever sends prompt and limit) is not what runs here; its transport is. No token: the
+scenarios need none.
 """
 
 import os
@@ -16,7 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from registry.declarations import McpServerDeclaration  # noqa: E402
-from registry.mcp_client import McpClientError, McpHttpSession, select_tool  # noqa: E402
+from registry.mcp.contract import select_tool  # noqa: E402
+from registry.mcp.errors import McpClientError  # noqa: E402
+from registry.mcp.transport import McpHttpSession  # noqa: E402
 
 TIMEOUT_SECONDS = 20
 # What each scenario's server offers to call, and with which arguments.

@@ -1,7 +1,7 @@
 """Our MCP client under the official conformance suite's client scenarios.
 
 The suite (pinned in tests/peers) starts each scenario's server and runs
-tests/peers/hyperbook_client.py against it, which goes through registry.mcp_client.
+tests/peers/hyperbook_client.py against it, which goes through registry.mcp.
 
 Run: initialize, tools_call, sse-retry (a POST's event stream closed early must be resumed with
 GET + Last-Event-ID after the server's retry delay; the tools/call is not sent again).

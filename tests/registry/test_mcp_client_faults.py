@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from registry import mcp_client as client
+from registry import pinning, services
 from registry.declarations import KB_TOOL_NAME, validate_mcp_server
+from registry.mcp import errors
 from tests.registry.conftest import kb_declaration, unique_id
 from tests.registry.fault_server import Reply, kb_tool
 
@@ -24,13 +25,15 @@ STEPS = ["initialize", "notifications/initialized", "tools/list", "tools/call"]
 def ask(fault_kb, token=TOKEN, prompt=PROMPT, limit=5, **kwargs):
     registered, environ = fault_kb
     kwargs.setdefault("trust_first_use", True)
-    return client.call_kb_select_ai(registered, token, prompt, limit, environ=environ, **kwargs)
+    return services.kb_tool_call(
+        server=registered, token=token, prompt=prompt, limit=limit, environ=environ, **kwargs
+    )
 
 
 def discover(fault_kb, token=TOKEN, **kwargs):
     registered, environ = fault_kb
     kwargs.setdefault("trust_first_use", True)
-    return client.discover_kb_tools(registered, token, environ=environ, **kwargs)
+    return services.kb_tools_discover(server=registered, token=token, environ=environ, **kwargs)
 
 
 def rpc_methods(fault) -> list[str]:
@@ -94,7 +97,7 @@ def test_discovery_reports_the_version_the_session_and_the_tool(fault, fault_kb)
     assert discovery.protocol_version == "2025-11-25"
     assert discovery.session_issued is False
     assert discovery.tool_names == (KB_TOOL_NAME,)
-    assert discovery.definition == client.canonical_tool_definition(kb_tool())
+    assert discovery.definition == pinning.canonical_tool_definition(kb_tool())
     assert discovery.pin_state == "pinned"
     assert discover(fault_kb).pin_state == "unchanged"
 
@@ -110,14 +113,14 @@ def test_the_request_id_of_the_call_is_the_one_sent_or_echoed(fault, fault_kb):
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
-        ({"token": None}, client.MissingToken),
-        ({"token": ""}, client.MissingToken),
-        ({"token": "not a token"}, client.MalformedBearer),
-        ({"tool": "other.tool"}, client.ToolNotAllowed),
-        ({"tool": KB_TOOL_NAME.upper()}, client.ToolNotAllowed),
-        ({"prompt": ""}, client.InvalidArguments),
-        ({"prompt": "가" * 2001}, client.InvalidArguments),
-        ({"limit": "50"}, client.InvalidArguments),
+        ({"token": None}, errors.MissingToken),
+        ({"token": ""}, errors.MissingToken),
+        ({"token": "not a token"}, errors.MalformedBearer),
+        ({"tool": "other.tool"}, errors.ToolNotAllowed),
+        ({"tool": KB_TOOL_NAME.upper()}, errors.ToolNotAllowed),
+        ({"prompt": ""}, errors.InvalidArguments),
+        ({"prompt": "가" * 2001}, errors.InvalidArguments),
+        ({"limit": "50"}, errors.InvalidArguments),
     ],
     ids=[
         "no-token",
@@ -134,31 +137,39 @@ def test_nothing_is_sent_when_the_call_is_refused_locally(fault, fault_kb, kwarg
     with pytest.raises(error) as caught:
         ask(fault_kb, **kwargs)
     assert fault.requests == []
-    assert client.to_public_mcp_error(caught.value).code == error.code
+    assert errors.to_public_mcp_error(caught.value).code == error.code
 
 
 def test_discovery_without_a_token_sends_nothing(fault, fault_kb):
-    with pytest.raises(client.MissingToken):
+    with pytest.raises(errors.MissingToken):
         discover(fault_kb, token=None)
     assert fault.requests == []
 
 
 def test_a_disabled_server_is_not_contacted(fault, register):
     disabled = register(kb_declaration(unique_id(), enabled=False))
-    with pytest.raises(client.ServerDisabled):
-        client.call_kb_select_ai(disabled, TOKEN, PROMPT, 5, environ={"KB_MCP_BASE_URL": fault.url})
+    with pytest.raises(errors.ServerDisabled):
+        services.kb_tool_call(
+            server=disabled,
+            token=TOKEN,
+            prompt=PROMPT,
+            limit=5,
+            environ={"KB_MCP_BASE_URL": fault.url},
+        )
     assert fault.requests == []
 
 
 def test_an_unregistered_declaration_may_be_discovered_but_never_called(fault, committed_db):
     declaration = validate_mcp_server(kb_declaration(unique_id()))
     environ = {"KB_MCP_BASE_URL": fault.url}
-    assert client.discover_kb_tools(declaration, TOKEN, environ=environ).pin_state == (
-        "unregistered"
-    )
+    assert services.kb_tools_discover(
+        server=declaration, token=TOKEN, environ=environ
+    ).pin_state == ("unregistered")
     before = len(fault.requests)
-    with pytest.raises(client.ServerNotRegistered):
-        client.call_kb_select_ai(declaration, TOKEN, PROMPT, 5, environ=environ)
+    with pytest.raises(errors.ServerNotRegistered):
+        services.kb_tool_call(
+            server=declaration, token=TOKEN, prompt=PROMPT, limit=5, environ=environ
+        )
     assert len(fault.requests) == before
 
 
@@ -167,8 +178,8 @@ def test_a_declaration_that_differs_from_its_registration_is_not_called(fault, f
     widened = validate_mcp_server(
         kb_declaration(registered.server_id, description="not what was registered")
     )
-    with pytest.raises(client.ServerNotRegistered):
-        client.call_kb_select_ai(widened, TOKEN, PROMPT, 5, environ=environ)
+    with pytest.raises(errors.ServerNotRegistered):
+        services.kb_tool_call(server=widened, token=TOKEN, prompt=PROMPT, limit=5, environ=environ)
     assert fault.requests == []
 
 
@@ -181,9 +192,9 @@ SCOPE = 'Bearer realm="kb", error="insufficient_scope"'
 @pytest.mark.parametrize("step", ["initialize", "tools/list", "tools/call"])
 def test_401_is_token_invalid_or_expired(fault, fault_kb, step):
     fault.on(step, Reply.json({"error": "invalid_token"}, 401, {"WWW-Authenticate": CHALLENGE}))
-    with pytest.raises(client.Unauthorized) as caught:
+    with pytest.raises(errors.Unauthorized) as caught:
         ask(fault_kb)
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert (public.code, public.message, public.http_status) == (
         "unauthorized",
         "토큰이 유효하지 않거나 만료됨",
@@ -196,9 +207,9 @@ def test_401_is_token_invalid_or_expired(fault, fault_kb, step):
 def test_403_is_no_permission_for_this_user(fault, fault_kb):
     body = {"error": "insufficient_scope", "error_description": "This user may not use this tool"}
     fault.on("initialize", Reply.json(body, 403, {"WWW-Authenticate": SCOPE}))
-    with pytest.raises(client.Forbidden) as caught:
+    with pytest.raises(errors.Forbidden) as caught:
         ask(fault_kb)
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert (public.message, public.http_status) == ("이 사용자에게 조회 권한 없음", 403)
 
 
@@ -220,20 +231,20 @@ def test_403_is_no_permission_for_this_user(fault, fault_kb):
 )
 def test_an_origin_refusal_is_a_general_error_not_a_permission_error(fault, fault_kb, reply):
     fault.on("initialize", reply)
-    with pytest.raises(client.OriginRefused) as caught:
+    with pytest.raises(errors.OriginRefused) as caught:
         ask(fault_kb)
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert public.code == "origin_refused"
-    assert public.message == client.GENERAL_MESSAGE
+    assert public.message == errors.GENERAL_MESSAGE
     assert "Origin" not in public.message
 
 
 def test_429_says_try_again_shortly_and_is_not_retried(fault, fault_kb):
     fault.on("tools/call", Reply.json({"error": "rate_limited"}, 429, {"Retry-After": "7"}))
-    with pytest.raises(client.RateLimited) as caught:
+    with pytest.raises(errors.RateLimited) as caught:
         ask(fault_kb)
     assert caught.value.retry_after == 7
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert (public.message, public.http_status, public.retryable) == (
         "잠시 후 다시 시도하세요",
         429,
@@ -250,7 +261,7 @@ def test_a_server_error_on_tools_call_is_not_retried(fault, fault_kb, status):
             {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "boom"}}, status
         ),
     )
-    with pytest.raises(client.ServerError):
+    with pytest.raises(errors.ServerError):
         ask(fault_kb)
     time.sleep(0.3)
     assert len(fault.rpc_requests("tools/call")) == 1
@@ -259,10 +270,10 @@ def test_a_server_error_on_tools_call_is_not_retried(fault, fault_kb, status):
 def test_a_slow_server_times_out_with_the_configured_timeout(fault, fault_kb):
     fault.on("initialize", lambda rec, msg: Reply.json({}, delay=3))
     started = time.monotonic()
-    with pytest.raises(client.McpTimeout) as caught:
+    with pytest.raises(errors.McpTimeout) as caught:
         ask(fault_kb, timeout=0.4)
     assert time.monotonic() - started < 2.5
-    assert client.to_public_mcp_error(caught.value).code == "timeout"
+    assert errors.to_public_mcp_error(caught.value).code == "timeout"
     assert caught.value.request_id  # kept for the audit trail
 
 
@@ -271,15 +282,15 @@ def test_the_timeout_comes_from_settings_when_not_given(fault, fault_kb, setting
     registered, _ = fault_kb
     fault.on("initialize", lambda rec, msg: Reply.json({}, delay=4))
     started = time.monotonic()
-    with pytest.raises(client.McpTimeout):
+    with pytest.raises(errors.McpTimeout):
         settings.KB_MCP_BASE_URL = fault.url
-        client.call_kb_select_ai(registered, TOKEN, PROMPT, 5)
+        services.kb_tool_call(server=registered, token=TOKEN, prompt=PROMPT, limit=5)
     assert time.monotonic() - started < 3
 
 
 def test_a_timed_out_tools_call_is_never_sent_again(fault, fault_kb):
     fault.on("tools/call", lambda rec, msg: Reply.json({}, delay=1.5))
-    with pytest.raises(client.McpTimeout) as caught:
+    with pytest.raises(errors.McpTimeout) as caught:
         ask(fault_kb, timeout=0.4)
     assert caught.value.rpc_method == "tools/call"
     time.sleep(1.6)  # long enough for a retry to have arrived
@@ -291,11 +302,15 @@ def test_an_unreachable_server_is_a_connection_failure(register, committed_db):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     registered = register(kb_declaration(unique_id()))
-    with pytest.raises(client.ConnectionFailed) as caught:
-        client.call_kb_select_ai(
-            registered, TOKEN, PROMPT, 5, environ={"KB_MCP_BASE_URL": f"http://127.0.0.1:{port}"}
+    with pytest.raises(errors.ConnectionFailed) as caught:
+        services.kb_tool_call(
+            server=registered,
+            token=TOKEN,
+            prompt=PROMPT,
+            limit=5,
+            environ={"KB_MCP_BASE_URL": f"http://127.0.0.1:{port}"},
         )
-    assert client.to_public_mcp_error(caught.value).retryable is True
+    assert errors.to_public_mcp_error(caught.value).retryable is True
 
 
 # --- redirects -----------------------------------------------------------------------------------
@@ -307,10 +322,10 @@ def test_a_redirect_to_another_origin_is_refused_and_the_token_never_reaches_it(
     fault, fault_kb, elsewhere, status, step
 ):
     fault.on(step, Reply(status, {"Location": f"{elsewhere.url}/mcp"}))
-    with pytest.raises(client.RedirectRefused) as caught:
+    with pytest.raises(errors.RedirectRefused) as caught:
         ask(fault_kb)
     assert caught.value.http_status == status
-    assert client.to_public_mcp_error(caught.value).code == "redirect_refused"
+    assert errors.to_public_mcp_error(caught.value).code == "redirect_refused"
     assert elsewhere.requests == []
     assert elsewhere.authorization_headers == []
     assert rpc_methods(fault)[-1] == step
@@ -318,7 +333,7 @@ def test_a_redirect_to_another_origin_is_refused_and_the_token_never_reaches_it(
 
 def test_a_same_origin_redirect_is_refused_too(fault, fault_kb):
     fault.on("initialize", Reply(307, {"Location": f"{fault.url}/other-mcp"}))
-    with pytest.raises(client.RedirectRefused):
+    with pytest.raises(errors.RedirectRefused):
         ask(fault_kb)
     assert [r.path for r in fault.requests] == ["/mcp"]
 
@@ -362,7 +377,7 @@ def test_an_event_stream_that_ends_without_an_answer_is_malformed(fault, fault_k
         "tools/call",
         Reply.events([{"data": {"jsonrpc": "2.0", "method": "notifications/message"}}]),
     )
-    with pytest.raises(client.MalformedResponse):
+    with pytest.raises(errors.MalformedResponse):
         ask(fault_kb)
     assert len(fault.rpc_requests("tools/call")) == 1
 
@@ -392,7 +407,7 @@ def test_discovery_says_whether_a_session_was_issued(fault, fault_kb):
 def test_a_session_the_server_forgot_is_reported_as_expired(fault, fault_kb):
     fault.session_id = "session-1"
     fault.on("tools/list", Reply.json({"error": "unknown session"}, 404))
-    with pytest.raises(client.SessionExpired):
+    with pytest.raises(errors.SessionExpired):
         ask(fault_kb)
 
 
@@ -419,9 +434,9 @@ MALFORMED = {
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_a_malformed_json_rpc_answer_is_refused(fault, fault_kb, name):
     fault.on("tools/list", MALFORMED[name])
-    with pytest.raises(client.MalformedResponse) as caught:
+    with pytest.raises(errors.MalformedResponse) as caught:
         ask(fault_kb)
-    assert client.to_public_mcp_error(caught.value).code == "malformed_response"
+    assert errors.to_public_mcp_error(caught.value).code == "malformed_response"
     assert fault.rpc_requests("tools/call") == []
 
 
@@ -430,7 +445,7 @@ def test_a_malformed_initialize_result_is_refused(fault, fault_kb):
         "initialize",
         lambda rec, msg: Reply.json(_answer(msg["id"], result={"protocolVersion": "2025-11-25"})),
     )
-    with pytest.raises(client.MalformedResponse):
+    with pytest.raises(errors.MalformedResponse):
         ask(fault_kb)
 
 
@@ -441,11 +456,11 @@ def test_a_json_rpc_error_to_the_call_is_reported_without_its_text(fault, fault_
             _answer(msg["id"], error={"code": -32602, "message": f"bad {TOKEN}"})
         ),
     )
-    with pytest.raises(client.JsonRpcError) as caught:
+    with pytest.raises(errors.JsonRpcError) as caught:
         ask(fault_kb)
     assert caught.value.error_code == -32602
     assert TOKEN not in str(caught.value)
-    assert TOKEN not in client.to_public_mcp_error(caught.value).message
+    assert TOKEN not in errors.to_public_mcp_error(caught.value).message
 
 
 def test_a_tools_own_error_is_a_result_not_an_exception(fault, fault_kb):
@@ -476,7 +491,7 @@ def test_structured_content_must_match_the_tools_output_schema(fault, fault_kb):
             _answer(msg["id"], result={"content": [], "structuredContent": {"rows": "x"}})
         ),
     )
-    with pytest.raises(client.MalformedResponse):
+    with pytest.raises(errors.MalformedResponse):
         ask(fault_kb)
 
 
@@ -486,11 +501,11 @@ def test_structured_content_must_match_the_tools_output_schema(fault, fault_kb):
 @pytest.mark.parametrize("version", ["2024-11-05", "2026-07-28", "1999-01-01"])
 def test_a_version_the_client_does_not_support_stops_after_initialize(fault, fault_kb, version):
     fault.protocol_version = version
-    with pytest.raises(client.ProtocolMismatch) as caught:
+    with pytest.raises(errors.ProtocolMismatch) as caught:
         ask(fault_kb)
     assert rpc_methods(fault) == ["initialize"]
     assert caught.value.version == version
-    assert client.to_public_mcp_error(caught.value).code == "protocol_mismatch"
+    assert errors.to_public_mcp_error(caught.value).code == "protocol_mismatch"
 
 
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
@@ -510,7 +525,7 @@ def test_a_server_that_does_not_list_the_allowed_tool_is_not_called(fault, fault
     other = kb_tool()
     other["name"] = "other.tool"
     fault.tools = [other]
-    with pytest.raises(client.ToolNotOffered):
+    with pytest.raises(errors.ToolNotOffered):
         ask(fault_kb)
     assert fault.rpc_requests("tools/call") == []
 
@@ -520,7 +535,7 @@ def test_a_tool_whose_schema_breaks_the_contract_is_not_called(fault, fault_kb):
     tool["inputSchema"]["properties"]["user_token"] = {"type": "string"}
     tool["inputSchema"]["required"] = ["prompt", "user_token"]
     fault.tools = [tool]
-    with pytest.raises(client.ToolContractMismatch):
+    with pytest.raises(errors.ToolContractMismatch):
         ask(fault_kb)
     assert fault.rpc_requests("tools/call") == []
 
@@ -530,7 +545,7 @@ def test_the_tools_own_prompt_length_and_limit_bounds_apply(fault, fault_kb):
     tool["inputSchema"]["properties"]["prompt"]["maxLength"] = 5
     tool["inputSchema"]["properties"]["limit"]["maximum"] = 20
     fault.tools = [tool]
-    with pytest.raises(client.InvalidArguments):
+    with pytest.raises(errors.InvalidArguments):
         ask(fault_kb, prompt="여섯 글자 질문")
     assert fault.rpc_requests("tools/call") == []
     ask(fault_kb, prompt="고객 목록", limit=80)

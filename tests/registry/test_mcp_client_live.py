@@ -3,8 +3,9 @@
 import pytest
 
 from audit.models import AuditEvent
-from registry import mcp_client as client
+from registry import services
 from registry.declarations import KB_TOOL_NAME
+from registry.mcp import errors
 from tests.registry.conftest import kb_declaration
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -24,8 +25,8 @@ def customers(result) -> set[str]:
 
 def test_discovery_finds_exactly_our_tool_with_the_planners_token(kb, world):
     registered, environ = kb
-    discovery = client.discover_kb_tools(
-        registered, world.tokens["KB-P-001"], environ=environ, trust_first_use=True
+    discovery = services.kb_tools_discover(
+        server=registered, token=world.tokens["KB-P-001"], environ=environ, trust_first_use=True
     )
     assert discovery.tool_names == (KB_TOOL_NAME,)
     assert discovery.protocol_version == "2025-11-25"
@@ -38,8 +39,13 @@ def test_discovery_finds_exactly_our_tool_with_the_planners_token(kb, world):
 
 def test_the_planner_gets_their_own_customers(kb, world):
     registered, environ = kb
-    result = client.call_kb_select_ai(
-        registered, world.tokens["KB-P-001"], PROMPT, 100, environ=environ, trust_first_use=True
+    result = services.kb_tool_call(
+        server=registered,
+        token=world.tokens["KB-P-001"],
+        prompt=PROMPT,
+        limit=100,
+        environ=environ,
+        trust_first_use=True,
     )
     assert result.is_error is False
     assert result.http_status == 200
@@ -52,19 +58,19 @@ def test_the_planner_gets_their_own_customers(kb, world):
 
 def test_planner_and_branch_manager_see_different_rows_for_the_same_question(kb, world):
     registered, environ = kb
-    planner = client.call_kb_select_ai(
-        registered,
-        world.tokens["KB-P-001"],
-        "담당 고객 목록",
-        100,
+    planner = services.kb_tool_call(
+        server=registered,
+        token=world.tokens["KB-P-001"],
+        prompt="담당 고객 목록",
+        limit=100,
         environ=environ,
         trust_first_use=True,
     )
-    manager = client.call_kb_select_ai(
-        registered,
-        world.tokens["KB-M-001"],
-        "담당 고객 목록",
-        100,
+    manager = services.kb_tool_call(
+        server=registered,
+        token=world.tokens["KB-M-001"],
+        prompt="담당 고객 목록",
+        limit=100,
         environ=environ,
         trust_first_use=True,
     )
@@ -76,30 +82,45 @@ def test_planner_and_branch_manager_see_different_rows_for_the_same_question(kb,
 def test_a_forged_token_is_401_token_invalid_or_expired(kb):
     registered, environ = kb
     forged = "hbvpd_forged-token-that-was-never-issued-000"
-    with pytest.raises(client.Unauthorized) as caught:
-        client.call_kb_select_ai(
-            registered, forged, PROMPT, 5, environ=environ, trust_first_use=True
+    with pytest.raises(errors.Unauthorized) as caught:
+        services.kb_tool_call(
+            server=registered,
+            token=forged,
+            prompt=PROMPT,
+            limit=5,
+            environ=environ,
+            trust_first_use=True,
         )
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert (public.http_status, public.message) == (401, "토큰이 유효하지 않거나 만료됨")
     assert caught.value.rpc_method == "initialize"
 
 
 def test_a_suspended_users_token_is_403_no_permission(kb, world):
     registered, environ = kb
-    with pytest.raises(client.Forbidden) as caught:
-        client.call_kb_select_ai(
-            registered, world.tokens["KB-P-099"], PROMPT, 5, environ=environ, trust_first_use=True
+    with pytest.raises(errors.Forbidden) as caught:
+        services.kb_tool_call(
+            server=registered,
+            token=world.tokens["KB-P-099"],
+            prompt=PROMPT,
+            limit=5,
+            environ=environ,
+            trust_first_use=True,
         )
-    public = client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert (public.http_status, public.message) == (403, "이 사용자에게 조회 권한 없음")
 
 
 def test_a_token_delegated_for_another_tool_is_403_at_tools_call(kb, world):
     registered, environ = kb
-    with pytest.raises(client.Forbidden) as caught:
-        client.call_kb_select_ai(
-            registered, world.no_tool_token, PROMPT, 5, environ=environ, trust_first_use=True
+    with pytest.raises(errors.Forbidden) as caught:
+        services.kb_tool_call(
+            server=registered,
+            token=world.no_tool_token,
+            prompt=PROMPT,
+            limit=5,
+            environ=environ,
+            trust_first_use=True,
         )
     assert caught.value.rpc_method == "tools/call"
 
@@ -107,8 +128,13 @@ def test_a_token_delegated_for_another_tool_is_403_at_tools_call(kb, world):
 def test_the_server_audits_the_calls_request_id_and_never_the_token(kb, world):
     registered, environ = kb
     token = world.tokens["KB-P-002"]
-    result = client.call_kb_select_ai(
-        registered, token, PROMPT, 5, environ=environ, trust_first_use=True
+    result = services.kb_tool_call(
+        server=registered,
+        token=token,
+        prompt=PROMPT,
+        limit=5,
+        environ=environ,
+        trust_first_use=True,
     )
     event = AuditEvent.objects.get(request_id=result.request_id)
     assert (event.rpc_method, event.tool, event.stakeholder_id) == (

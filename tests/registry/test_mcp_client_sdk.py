@@ -10,7 +10,8 @@ import pytest
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from registry import mcp_client as client
+from registry import services
+from registry.mcp import errors
 from tests.registry.conftest import unique_id
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -109,7 +110,7 @@ def rag(sdk_server, register):
 
 
 def test_the_vector_declaration_discovers_its_tool_on_an_sdk_server(vector, sdk_server):
-    discovery = client.discover_kb_tools(vector, None, trust_first_use=True)
+    discovery = services.kb_tools_discover(server=vector, token=None, trust_first_use=True)
     assert set(discovery.tool_names) == {"kb.vector.search", "rag.search"}
     assert discovery.tool == "kb.vector.search"
     assert discovery.protocol_version == "2025-11-25"
@@ -119,8 +120,12 @@ def test_the_vector_declaration_discovers_its_tool_on_an_sdk_server(vector, sdk_
 
 def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector, sdk_server):
     before = len(sdk_server.seen)
-    result = client.call_kb_select_ai(
-        vector, "hbvpd_users-own-token-0123456789", "보험 약관", 4, trust_first_use=True
+    result = services.kb_tool_call(
+        server=vector,
+        token="hbvpd_users-own-token-0123456789",
+        prompt="보험 약관",
+        limit=4,
+        trust_first_use=True,
     )
     assert result.is_error is False
     assert result.answer["row_count"] == 4
@@ -130,8 +135,12 @@ def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector
 
 def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, sdk_server):
     before = len(sdk_server.seen)
-    result = client.call_kb_select_ai(
-        rag, "hbvpd_users-own-token-0123456789", "청구 절차", 2, trust_first_use=True
+    result = services.kb_tool_call(
+        server=rag,
+        token="hbvpd_users-own-token-0123456789",
+        prompt="청구 절차",
+        limit=2,
+        trust_first_use=True,
     )
     assert result.is_error is False
     assert result.text == "2 passages about 청구 절차"
@@ -141,8 +150,13 @@ def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, s
 
 def test_a_tool_the_declaration_does_not_allow_is_blocked_before_any_request(rag, sdk_server):
     before = len(sdk_server.seen)
-    with pytest.raises(client.ToolNotAllowed):
-        client.call_kb_select_ai(
-            rag, None, "질문", 2, tool="kb.vector.search", trust_first_use=True
+    with pytest.raises(errors.ToolNotAllowed):
+        services.kb_tool_call(
+            server=rag,
+            token=None,
+            prompt="질문",
+            limit=2,
+            tool="kb.vector.search",
+            trust_first_use=True,
         )
     assert len(sdk_server.seen) == before

@@ -5,8 +5,9 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from registry import mcp_client, pinning
+from registry import pinning, services
 from registry.declarations import KB_TOOL_NAME, validate_mcp_server
+from registry.mcp import errors
 from registry.models import ToolPin
 from registry.services import server_save
 from tests.registry.conftest import kb_declaration, unique_id
@@ -45,8 +46,8 @@ def test_the_first_discovery_pins_the_definition(kb_server):
     result = check(kb_server, kb_tool())
     assert result.state == pinning.PINNED
     pin = ToolPin.objects.get(server=kb_server, tool_name=KB_TOOL_NAME)
-    assert pin.definition == mcp_client.canonical_tool_definition(kb_tool())
-    assert pin.definition_hash == mcp_client.tool_definition_hash(kb_tool())
+    assert pin.definition == pinning.canonical_tool_definition(kb_tool())
+    assert pin.definition_hash == pinning.tool_definition_hash(kb_tool())
     assert pin.approved_by is None and not pin.is_held
     target = f"{kb_server.server_id}:{KB_TOOL_NAME}"
     (event,) = events("registry.tool_pinned", target)
@@ -66,8 +67,8 @@ def test_a_changed_definition_is_held_and_recorded_once(kb_server):
     assert check(kb_server, changed_tool()).state == pinning.HELD
     pin = ToolPin.objects.get(server=kb_server)
     assert pin.is_held
-    assert pin.pending_hash == mcp_client.tool_definition_hash(changed_tool())
-    assert pin.definition_hash == mcp_client.tool_definition_hash(kb_tool())  # the pin stays
+    assert pin.pending_hash == pinning.tool_definition_hash(changed_tool())
+    assert pin.definition_hash == pinning.tool_definition_hash(kb_tool())  # the pin stays
     target = f"{kb_server.server_id}:{KB_TOOL_NAME}"
     assert events("registry.tool_changed", target).count() == 1
 
@@ -85,7 +86,7 @@ def test_approving_the_reviewed_definition_pins_it_and_is_audited(kb_server, adm
     check(kb_server, changed_tool())
     pin = ToolPin.objects.get(server=kb_server)
     approved = pinning.tool_pin_approve(pin=pin, expected_hash=pin.pending_hash, actor=admin_user)
-    assert approved.definition_hash == mcp_client.tool_definition_hash(changed_tool())
+    assert approved.definition_hash == pinning.tool_definition_hash(changed_tool())
     assert approved.approved_by == admin_user
     assert not approved.is_held and approved.pending_definition is None
     assert check(kb_server, changed_tool()).state == pinning.UNCHANGED
@@ -106,7 +107,7 @@ def test_an_approval_of_a_definition_that_changed_again_since_review_is_refused(
     with pytest.raises(pinning.PinError):
         pinning.tool_pin_approve(pin=pin, expected_hash=reviewed, actor=admin_user)
     pin.refresh_from_db()
-    assert pin.definition_hash == mcp_client.tool_definition_hash(kb_tool())
+    assert pin.definition_hash == pinning.tool_definition_hash(kb_tool())
 
 
 def test_approving_with_nothing_pending_is_refused(kb_server, admin_user):
@@ -221,15 +222,15 @@ def test_a_changed_tool_is_held_until_an_admin_approves_it(fault, fault_kb, clie
     assert first.pin_state == "pinned"
 
     fault.tools = [changed_tool()]
-    discovery = mcp_client.discover_kb_tools(
-        registered, TOKEN, environ=environ, trust_first_use=True
+    discovery = services.kb_tools_discover(
+        server=registered, token=TOKEN, environ=environ, trust_first_use=True
     )
     assert discovery.pin_state == "held"
     calls_before = len(fault.rpc_requests("tools/call"))
-    with pytest.raises(mcp_client.ToolDefinitionChanged) as caught:
+    with pytest.raises(errors.ToolDefinitionChanged) as caught:
         client_call(registered, environ)
     assert len(fault.rpc_requests("tools/call")) == calls_before  # held before tools/call
-    public = mcp_client.to_public_mcp_error(caught.value)
+    public = errors.to_public_mcp_error(caught.value)
     assert public.code == "tool_held"
     assert "승인" in public.message
 
@@ -249,6 +250,11 @@ def test_a_changed_tool_is_held_until_an_admin_approves_it(fault, fault_kb, clie
 
 
 def client_call(registered, environ):
-    return mcp_client.call_kb_select_ai(
-        registered, TOKEN, PROMPT, 5, environ=environ, trust_first_use=True
+    return services.kb_tool_call(
+        server=registered,
+        token=TOKEN,
+        prompt=PROMPT,
+        limit=5,
+        environ=environ,
+        trust_first_use=True,
     )

@@ -7,10 +7,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.models import Stakeholder
-from registry.console import ConsoleError, console_token, exchange_audit, mcp_exchange
-from registry.mcp_client import LIMIT_MAX, LIMIT_MIN, to_public_mcp_error
+from registry.console import ConsoleError, console_token
+from registry.mcp.contract import LIMIT_MAX, LIMIT_MIN
+from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn
 from registry.selectors import server_get_enabled
+from registry.services import mcp_exchange_audit, mcp_exchange_run
 
 MAX_CELL_WIDTH = 40
 
@@ -62,20 +64,21 @@ class Command(BaseCommand):
             self._refuse(exc, kind=kind, server_id=registered.server_id, **audit)
         person = Stakeholder.objects.filter(stakeholder_id=stakeholder).first()
         # An operator at this server's own terminal may pin a server seen for the first time.
-        exchange = mcp_exchange(
+        exchange = mcp_exchange_run(
             kind=kind,
             server=registered,
-            token=token,
+            token=token.value,
             prompt=question,
             limit=limit,
             trust_first_use=True,
             actor=None,
         )
-        exchange_audit(
+        mcp_exchange_audit(
             exchange=exchange,
             server_id=registered.server_id,
             tool=registered.default_tool,
-            token=token,
+            token=token.value,
+            stakeholder_id=token.stakeholder_id,
             stakeholder_role=person.role if person else "",
             **audit,
         )
@@ -95,12 +98,11 @@ class Command(BaseCommand):
 
     def _refuse(self, refusal: ConsoleError, *, kind, server_id, actor, prompt):
         """Nothing was sent: say why in Korean, and keep it on the record."""
-        exchange_audit(
+        mcp_exchange_audit(
             exchange=None,
             kind=kind,
             server_id=server_id,
             tool="",
-            token=None,
             actor=actor,
             prompt=prompt,
             refusal=refusal,
