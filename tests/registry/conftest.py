@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from registry import services
 from registry.declarations import KB_TOOL_NAME, validate_mcp_server
 from registry.models import McpServer
 from registry.services import server_save
@@ -73,3 +74,10 @@ def fault_kb(fault, register):
     """A registered KB server (unique id) whose KB_MCP_BASE_URL is the fault server."""
     registered = register(kb_declaration(unique_id()))
     return registered, {"KB_MCP_BASE_URL": fault.url}
+
+
+def kb_call(registered, token, prompt, limit, **kwargs):
+    """`services.kb_tool_call`, its four usual arguments by position."""
+    return services.kb_tool_call(
+        server=registered, token=token, prompt=prompt, limit=limit, **kwargs
+    )

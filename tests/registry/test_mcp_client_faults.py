@@ -12,7 +12,7 @@ import pytest
 from registry import pinning, services
 from registry.declarations import KB_TOOL_NAME, validate_mcp_server
 from registry.mcp import errors
-from tests.registry.conftest import kb_declaration, unique_id
+from tests.registry.conftest import kb_call, kb_declaration, unique_id
 from tests.registry.fault_server import Reply, kb_tool
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -25,9 +25,7 @@ STEPS = ["initialize", "notifications/initialized", "tools/list", "tools/call"]
 def ask(fault_kb, token=TOKEN, prompt=PROMPT, limit=5, **kwargs):
     registered, environ = fault_kb
     kwargs.setdefault("trust_first_use", True)
-    return services.kb_tool_call(
-        server=registered, token=token, prompt=prompt, limit=limit, environ=environ, **kwargs
-    )
+    return kb_call(registered, token, prompt, limit, environ=environ, **kwargs)
 
 
 def discover(fault_kb, token=TOKEN, **kwargs):
@@ -149,13 +147,7 @@ def test_discovery_without_a_token_sends_nothing(fault, fault_kb):
 def test_a_disabled_server_is_not_contacted(fault, register):
     disabled = register(kb_declaration(unique_id(), enabled=False))
     with pytest.raises(errors.ServerDisabled):
-        services.kb_tool_call(
-            server=disabled,
-            token=TOKEN,
-            prompt=PROMPT,
-            limit=5,
-            environ={"KB_MCP_BASE_URL": fault.url},
-        )
+        kb_call(disabled, TOKEN, PROMPT, 5, environ={"KB_MCP_BASE_URL": fault.url})
     assert fault.requests == []
 
 
@@ -167,9 +159,7 @@ def test_an_unregistered_declaration_may_be_discovered_but_never_called(fault, c
     ).pin_state == ("unregistered")
     before = len(fault.requests)
     with pytest.raises(errors.ServerNotRegistered):
-        services.kb_tool_call(
-            server=declaration, token=TOKEN, prompt=PROMPT, limit=5, environ=environ
-        )
+        kb_call(declaration, TOKEN, PROMPT, 5, environ=environ)
     assert len(fault.requests) == before
 
 
@@ -179,7 +169,7 @@ def test_a_declaration_that_differs_from_its_registration_is_not_called(fault, f
         kb_declaration(registered.server_id, description="not what was registered")
     )
     with pytest.raises(errors.ServerNotRegistered):
-        services.kb_tool_call(server=widened, token=TOKEN, prompt=PROMPT, limit=5, environ=environ)
+        kb_call(widened, TOKEN, PROMPT, 5, environ=environ)
     assert fault.requests == []
 
 
@@ -284,7 +274,7 @@ def test_the_timeout_comes_from_settings_when_not_given(fault, fault_kb, setting
     started = time.monotonic()
     with pytest.raises(errors.McpTimeout):
         settings.KB_MCP_BASE_URL = fault.url
-        services.kb_tool_call(server=registered, token=TOKEN, prompt=PROMPT, limit=5)
+        kb_call(registered, TOKEN, PROMPT, 5)
     assert time.monotonic() - started < 3
 
 
@@ -303,12 +293,8 @@ def test_an_unreachable_server_is_a_connection_failure(register, committed_db):
         port = sock.getsockname()[1]
     registered = register(kb_declaration(unique_id()))
     with pytest.raises(errors.ConnectionFailed) as caught:
-        services.kb_tool_call(
-            server=registered,
-            token=TOKEN,
-            prompt=PROMPT,
-            limit=5,
-            environ={"KB_MCP_BASE_URL": f"http://127.0.0.1:{port}"},
+        kb_call(
+            registered, TOKEN, PROMPT, 5, environ={"KB_MCP_BASE_URL": f"http://127.0.0.1:{port}"}
         )
     assert errors.to_public_mcp_error(caught.value).retryable is True
 

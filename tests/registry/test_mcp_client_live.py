@@ -6,7 +6,7 @@ from audit.models import AuditEvent
 from registry import services
 from registry.declarations import KB_TOOL_NAME
 from registry.mcp import errors
-from tests.registry.conftest import kb_declaration
+from tests.registry.conftest import kb_call, kb_declaration
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -39,13 +39,8 @@ def test_discovery_finds_exactly_our_tool_with_the_planners_token(kb, world):
 
 def test_the_planner_gets_their_own_customers(kb, world):
     registered, environ = kb
-    result = services.kb_tool_call(
-        server=registered,
-        token=world.tokens["KB-P-001"],
-        prompt=PROMPT,
-        limit=100,
-        environ=environ,
-        trust_first_use=True,
+    result = kb_call(
+        registered, world.tokens["KB-P-001"], PROMPT, 100, environ=environ, trust_first_use=True
     )
     assert result.is_error is False
     assert result.http_status == 200
@@ -58,19 +53,19 @@ def test_the_planner_gets_their_own_customers(kb, world):
 
 def test_planner_and_branch_manager_see_different_rows_for_the_same_question(kb, world):
     registered, environ = kb
-    planner = services.kb_tool_call(
-        server=registered,
-        token=world.tokens["KB-P-001"],
-        prompt="담당 고객 목록",
-        limit=100,
+    planner = kb_call(
+        registered,
+        world.tokens["KB-P-001"],
+        "담당 고객 목록",
+        100,
         environ=environ,
         trust_first_use=True,
     )
-    manager = services.kb_tool_call(
-        server=registered,
-        token=world.tokens["KB-M-001"],
-        prompt="담당 고객 목록",
-        limit=100,
+    manager = kb_call(
+        registered,
+        world.tokens["KB-M-001"],
+        "담당 고객 목록",
+        100,
         environ=environ,
         trust_first_use=True,
     )
@@ -83,14 +78,7 @@ def test_a_forged_token_is_401_token_invalid_or_expired(kb):
     registered, environ = kb
     forged = "hbvpd_forged-token-that-was-never-issued-000"
     with pytest.raises(errors.Unauthorized) as caught:
-        services.kb_tool_call(
-            server=registered,
-            token=forged,
-            prompt=PROMPT,
-            limit=5,
-            environ=environ,
-            trust_first_use=True,
-        )
+        kb_call(registered, forged, PROMPT, 5, environ=environ, trust_first_use=True)
     public = errors.to_public_mcp_error(caught.value)
     assert (public.http_status, public.message) == (401, "토큰이 유효하지 않거나 만료됨")
     assert caught.value.rpc_method == "initialize"
@@ -99,13 +87,8 @@ def test_a_forged_token_is_401_token_invalid_or_expired(kb):
 def test_a_suspended_users_token_is_403_no_permission(kb, world):
     registered, environ = kb
     with pytest.raises(errors.Forbidden) as caught:
-        services.kb_tool_call(
-            server=registered,
-            token=world.tokens["KB-P-099"],
-            prompt=PROMPT,
-            limit=5,
-            environ=environ,
-            trust_first_use=True,
+        kb_call(
+            registered, world.tokens["KB-P-099"], PROMPT, 5, environ=environ, trust_first_use=True
         )
     public = errors.to_public_mcp_error(caught.value)
     assert (public.http_status, public.message) == (403, "이 사용자에게 조회 권한 없음")
@@ -114,28 +97,14 @@ def test_a_suspended_users_token_is_403_no_permission(kb, world):
 def test_a_token_delegated_for_another_tool_is_403_at_tools_call(kb, world):
     registered, environ = kb
     with pytest.raises(errors.Forbidden) as caught:
-        services.kb_tool_call(
-            server=registered,
-            token=world.no_tool_token,
-            prompt=PROMPT,
-            limit=5,
-            environ=environ,
-            trust_first_use=True,
-        )
+        kb_call(registered, world.no_tool_token, PROMPT, 5, environ=environ, trust_first_use=True)
     assert caught.value.rpc_method == "tools/call"
 
 
 def test_the_server_audits_the_calls_request_id_and_never_the_token(kb, world):
     registered, environ = kb
     token = world.tokens["KB-P-002"]
-    result = services.kb_tool_call(
-        server=registered,
-        token=token,
-        prompt=PROMPT,
-        limit=5,
-        environ=environ,
-        trust_first_use=True,
-    )
+    result = kb_call(registered, token, PROMPT, 5, environ=environ, trust_first_use=True)
     event = AuditEvent.objects.get(request_id=result.request_id)
     assert (event.rpc_method, event.tool, event.stakeholder_id) == (
         "tools/call",

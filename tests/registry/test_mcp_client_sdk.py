@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from registry import services
 from registry.mcp import errors
-from tests.registry.conftest import unique_id
+from tests.registry.conftest import kb_call, unique_id
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -120,12 +120,8 @@ def test_the_vector_declaration_discovers_its_tool_on_an_sdk_server(vector, sdk_
 
 def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector, sdk_server):
     before = len(sdk_server.seen)
-    result = services.kb_tool_call(
-        server=vector,
-        token="hbvpd_users-own-token-0123456789",
-        prompt="보험 약관",
-        limit=4,
-        trust_first_use=True,
+    result = kb_call(
+        vector, "hbvpd_users-own-token-0123456789", "보험 약관", 4, trust_first_use=True
     )
     assert result.is_error is False
     assert result.answer["row_count"] == 4
@@ -135,13 +131,7 @@ def test_the_vector_server_is_called_with_its_service_token_not_the_users(vector
 
 def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, sdk_server):
     before = len(sdk_server.seen)
-    result = services.kb_tool_call(
-        server=rag,
-        token="hbvpd_users-own-token-0123456789",
-        prompt="청구 절차",
-        limit=2,
-        trust_first_use=True,
-    )
+    result = kb_call(rag, "hbvpd_users-own-token-0123456789", "청구 절차", 2, trust_first_use=True)
     assert result.is_error is False
     assert result.text == "2 passages about 청구 절차"
     assert result.answer == {"result": "2 passages about 청구 절차"}
@@ -151,12 +141,5 @@ def test_the_custom_python_declaration_calls_its_tool_without_credentials(rag, s
 def test_a_tool_the_declaration_does_not_allow_is_blocked_before_any_request(rag, sdk_server):
     before = len(sdk_server.seen)
     with pytest.raises(errors.ToolNotAllowed):
-        services.kb_tool_call(
-            server=rag,
-            token=None,
-            prompt="질문",
-            limit=2,
-            tool="kb.vector.search",
-            trust_first_use=True,
-        )
+        kb_call(rag, None, "질문", 2, tool="kb.vector.search", trust_first_use=True)
     assert len(sdk_server.seen) == before

@@ -10,7 +10,7 @@ from registry.declarations import KB_TOOL_NAME, validate_mcp_server
 from registry.mcp import errors
 from registry.models import ToolPin
 from registry.services import server_save
-from tests.registry.conftest import kb_declaration, unique_id
+from tests.registry.conftest import kb_call, kb_declaration, unique_id
 from tests.registry.fault_server import kb_tool
 
 TOKEN = "hbvpd_" + "PinningTestToken0123456789abcdef"
@@ -250,11 +250,4 @@ def test_a_changed_tool_is_held_until_an_admin_approves_it(fault, fault_kb, clie
 
 
 def client_call(registered, environ):
-    return services.kb_tool_call(
-        server=registered,
-        token=TOKEN,
-        prompt=PROMPT,
-        limit=5,
-        environ=environ,
-        trust_first_use=True,
-    )
+    return kb_call(registered, TOKEN, PROMPT, 5, environ=environ, trust_first_use=True)

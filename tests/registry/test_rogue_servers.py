@@ -22,7 +22,7 @@ from registry.declarations import DeclarationError, validate_mcp_server
 from registry.mcp import errors, transport
 from registry.models import ConsoleTurn, McpServer, ToolPin
 from registry.presets import write_token_presets
-from tests.registry.conftest import kb_declaration, unique_id
+from tests.registry.conftest import kb_call, kb_declaration, unique_id
 from tests.registry.fault_server import TOOL, Reply, kb_answer, kb_tool
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -39,15 +39,7 @@ def rogue(fault, register, settings):
 
 
 def ask(server, *, timeout=None, tool=None, token=CANARY):
-    return services.kb_tool_call(
-        server=server,
-        token=token,
-        prompt=PROMPT,
-        limit=5,
-        tool=tool,
-        timeout=timeout,
-        trust_first_use=True,
-    )
+    return kb_call(server, token, PROMPT, 5, tool=tool, timeout=timeout, trust_first_use=True)
 
 
 def result(rpc_id, payload) -> dict:
@@ -343,9 +335,7 @@ def test_a_first_discovery_without_the_right_to_pin_quarantines(fault, rogue):
     assert discovery.pin_state == "held"
     assert ToolPin.objects.get(server=rogue).is_quarantined
     with pytest.raises(errors.ToolDefinitionChanged):
-        services.kb_tool_call(
-            server=rogue, token=CANARY, prompt=PROMPT, limit=5, trust_first_use=False
-        )
+        kb_call(rogue, CANARY, PROMPT, 5, trust_first_use=False)
     assert fault.rpc_requests("tools/call") == []
 
 
