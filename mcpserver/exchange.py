@@ -16,7 +16,6 @@ What stays with the SDK's own transport: every other HTTP method, 2026-07-28 and
 the gate.
 """
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,16 +28,12 @@ from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import (
-    INVALID_REQUEST,
-    ErrorData,
-    JSONRPCRequest,
-    RequestId,
-    jsonrpc_message_adapter,
-)
+from mcp_types import INVALID_REQUEST, JSONRPCRequest, RequestId, jsonrpc_message_adapter
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
+
+from mcpserver.http import json_reply, rpc_error
 
 logger = logging.getLogger("hyperbook.mcp")
 
@@ -84,19 +79,19 @@ async def serve_exchange(server, lifespan_state, message: dict, scope, receive, 
     request = Request(scope, receive)
     has_json, _ = check_accept_headers(request)
     if not has_json:
-        return await _write(
+        return await json_reply(
             send,
             406,
-            _error(None, INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
+            rpc_error(INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
         )
     try:
         parsed = jsonrpc_message_adapter.validate_python(message, by_name=False)
     except ValidationError:
-        return await _write(send, 400, _error(None, INVALID_REQUEST, "Invalid JSON-RPC message"))
+        return await json_reply(send, 400, rpc_error(INVALID_REQUEST, "Invalid JSON-RPC message"))
     if not isinstance(parsed, JSONRPCRequest):
         # Notifications and responses are acknowledged; a stateless server has nothing for them
         # to act on (there is no session to initialize and no request of ours to answer).
-        return await _write(send, 202, None)
+        return await json_reply(send, 202, None)
 
     version = _protocol_version_header(scope) or DEFAULT_PROTOCOL_VERSION
     connection = Connection.from_envelope(version, None, None)
@@ -117,9 +112,9 @@ async def serve_exchange(server, lifespan_state, message: dict, scope, receive, 
             lifespan_state=lifespan_state,
         )
     except Exception as exc:  # mapped as the SDK maps it; internals never reach the wire
-        error = modern_error_data(exc)
-        return await _write(send, 200, _error(parsed.id, error.code, error.message, error))
-    await _write(send, 200, {"jsonrpc": "2.0", "id": parsed.id, "result": result})
+        error = modern_error_data(exc).model_dump(by_alias=True, mode="json", exclude_none=True)
+        return await json_reply(send, 200, {"jsonrpc": "2.0", "id": parsed.id, "error": error})
+    await json_reply(send, 200, {"jsonrpc": "2.0", "id": parsed.id, "result": result})
 
 
 def _protocol_version_header(scope) -> str | None:
@@ -127,21 +122,3 @@ def _protocol_version_header(scope) -> str | None:
         if name == b"mcp-protocol-version":
             return value.decode("latin-1")
     return None
-
-
-def _error(request_id, code: int, message: str, data: ErrorData | None = None) -> dict:
-    error = (
-        data.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if data is not None
-        else {"code": code, "message": message}
-    )
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-async def _write(send, status: int, body: dict | None) -> None:
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    headers = [(b"content-length", str(len(payload)).encode())]
-    if body is not None:
-        headers.append((b"content-type", b"application/json"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})

@@ -11,13 +11,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from uuid_utils.compat import uuid7
 
 from audit.services import prompt_fingerprint
+from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
 from mcpserver.principals import Authentication, Principal, authenticate_token
 from mcpserver.ratelimit import RateLimits
+from mcpserver.threads import in_db_thread
 from registry.tokens import MalformedToken, bearer_from_header
 
 if TYPE_CHECKING:
@@ -26,11 +27,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("hyperbook.mcp")
 
 CLIENT_REQUEST_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")  # visible ASCII, as a header carries it
-_PORT_RE = re.compile(r"^[0-9]{1,5}$")  # ASCII digits only: "²".isdigit() is True
 # No MCP message needs more nesting than this; deeper bodies are refused before anything walks them.
 MAX_JSON_DEPTH = 32
-JSONRPC_PARSE_ERROR = -32700
-JSONRPC_INVALID_REQUEST = -32600
+# JSON-RPC leaves -32000 to -32099 to the server; MCP names none of them for "slow down".
+RATE_LIMITED = -32000
 
 
 @dataclass
@@ -57,18 +57,7 @@ class RequestRecord:
     latency_ms: float = 0.0
 
 
-def _in_db_thread(function):
-    def run(*args):
-        close_old_connections()
-        try:
-            return function(*args)
-        finally:
-            close_old_connections()
-
-    return sync_to_async(run, thread_sensitive=False)
-
-
-_authenticate = _in_db_thread(authenticate_token)
+_authenticate = in_db_thread(authenticate_token)
 
 
 class McpGate:
@@ -131,7 +120,9 @@ class McpGate:
                     for held_message in held:
                         await send(held_message)
                 else:
-                    await _reply(send, 503, _rpc_error(-32603, "audit unavailable; not answered"))
+                    await json_reply(
+                        send, 503, rpc_error(INTERNAL_ERROR, "audit unavailable; not answered")
+                    )
 
         try:
             await self._handle(scope, receive, send_when_recorded, headers, record)
@@ -141,7 +132,9 @@ class McpGate:
             if not finished:
                 held.clear()
                 record.outcome, record.reason = "error", "exception"
-                await _reply(send_when_recorded, 500, _rpc_error(-32603, "internal error"))
+                await json_reply(
+                    send_when_recorded, 500, rpc_error(INTERNAL_ERROR, "internal error")
+                )
 
     async def _finish(self, record: RequestRecord) -> bool:
         record.latency_ms = (time.perf_counter() - record.started) * 1000
@@ -158,26 +151,28 @@ class McpGate:
         return True
 
     async def _handle(self, scope, receive, send, headers, record: RequestRecord):
-        if not self._host_allowed(headers.get("host", "")):
+        if not host_allowed(headers.get("host", ""), self.allowed_hosts):
             return await self._refuse(
-                send, record, 403, "host", _rpc_error(-32600, "Host not allowed")
+                send, record, 403, "host", rpc_error(INVALID_REQUEST, "Host not allowed")
             )
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
             return await self._refuse(
-                send, record, 403, "origin", _rpc_error(-32600, "Origin not allowed")
+                send, record, 403, "origin", rpc_error(INVALID_REQUEST, "Origin not allowed")
             )
         cors = _cors_headers(origin)
         if scope["method"] == "OPTIONS" and origin is not None:
             record.outcome = "preflight"
-            return await _reply(send, 204, None, cors + _PREFLIGHT_HEADERS)
+            return await json_reply(send, 204, None, cors + _PREFLIGHT_HEADERS)
         if scope["method"] != "POST":
             return await self._refuse(
                 send,
                 record,
                 405,
                 "method",
-                _rpc_error(-32600, "Method not allowed: this server is stateless; use POST"),
+                rpc_error(
+                    INVALID_REQUEST, "Method not allowed: this server is stateless; use POST"
+                ),
                 [(b"allow", b"POST, OPTIONS")] + cors,
             )
 
@@ -210,7 +205,7 @@ class McpGate:
                 record,
                 415,
                 "content_type",
-                _rpc_error(JSONRPC_INVALID_REQUEST, "Content-Type must be application/json"),
+                rpc_error(INVALID_REQUEST, "Content-Type must be application/json"),
                 cors,
             )
         body = await _read_body(receive, self.max_body_bytes)
@@ -220,14 +215,14 @@ class McpGate:
                 record,
                 413,
                 "too_large",
-                _rpc_error(JSONRPC_INVALID_REQUEST, "Request body too large"),
+                rpc_error(INVALID_REQUEST, "Request body too large"),
                 cors,
             )
         message, problem = parse_message(body)
         if message is None:
-            code = JSONRPC_PARSE_ERROR if problem == "Parse error" else JSONRPC_INVALID_REQUEST
+            code = PARSE_ERROR if problem == "Parse error" else INVALID_REQUEST
             return await self._refuse(
-                send, record, 400, "malformed", _rpc_error(code, problem), cors
+                send, record, 400, "malformed", rpc_error(code, problem), cors
             )
         record.rpc_method = message.get("method") if isinstance(message.get("method"), str) else ""
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
@@ -270,19 +265,18 @@ class McpGate:
         same_origin = origin in (f"http://{host.lower()}", f"https://{host.lower()}")
         return same_origin or origin in self.allowed_origins
 
-    def _host_allowed(self, host: str) -> bool:
-        return host_allowed(host, self.allowed_hosts)
-
     async def _refuse(self, send, record, status, reason, body, extra_headers=()):
         record.outcome = f"refused_{reason}" if status != 413 else "too_large"
         record.reason = reason
-        return await _reply(send, status, body, list(extra_headers))
+        return await json_reply(send, status, body, extra_headers)
 
     async def _refuse_rate(self, send, record, retry_after, reason, cors):
         record.outcome = "rate_limited"
         record.reason = reason
-        body = _rpc_error(-32000, "Too many requests; try again later")
-        return await _reply(send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors)
+        body = rpc_error(RATE_LIMITED, "Too many requests; try again later")
+        return await json_reply(
+            send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors
+        )
 
     async def _unauthorized(self, send, record, reason, resource_url, *, sent: bool):
         record.outcome = "unauthenticated"
@@ -298,7 +292,7 @@ class McpGate:
             "error_description": "A valid VPD bearer token is required",
         }
         cors = _cors_headers(record.origin)
-        return await _reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
+        return await json_reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
 
     async def _forbidden(self, send, record, reason, resource_url, cors):
         record.outcome = "forbidden"
@@ -311,16 +305,7 @@ class McpGate:
             "error": "insufficient_scope",
             "error_description": "This user may not use this tool or data",
         }
-        return await _reply(send, 403, body, [(b"www-authenticate", challenge.encode())] + cors)
-
-
-def host_allowed(host: str, allowed_hosts) -> bool:
-    """`host` is an allowed name, alone or with a port of ASCII digits (DNS-rebinding defence)."""
-    host = host.lower()
-    if host in allowed_hosts:
-        return True
-    name, _, port = host.rpartition(":")
-    return bool(name) and bool(_PORT_RE.match(port)) and name in allowed_hosts
+        return await json_reply(send, 403, body, [(b"www-authenticate", challenge.encode())] + cors)
 
 
 def parse_message(body: bytes) -> tuple[dict | None, str]:
@@ -360,12 +345,6 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def own_url(scope, headers) -> str:
-    # Only reached after the Host header has passed the allowlist.
-    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
-    return f"{scheme}://{headers.get('host', 'localhost')}{scope.get('path', '/mcp').rstrip('/')}"
-
-
 def protected_resource_metadata_url(resource_url: str) -> str:
     """RFC 9728 §3.1: the well-known path is inserted between the host and the resource's path."""
     scheme, rest = resource_url.split("://", 1)
@@ -393,15 +372,6 @@ def _cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
         (b"access-control-expose-headers", b"mcp-session-id, x-request-id, www-authenticate"),
         (b"vary", b"origin"),
     ]
-
-
-def request_headers(scope) -> dict[str, str]:
-    result = {}
-    for name, value in scope.get("headers", []):
-        key = name.decode("latin-1").lower()
-        if key not in result:  # the first value wins; duplicates cannot smuggle a second token
-            result[key] = value.decode("latin-1")
-    return result
 
 
 def _is_json(content_type: str) -> bool:
@@ -448,19 +418,6 @@ def _with_headers(send, extra):
         await send(message)
 
     return wrapped
-
-
-def _rpc_error(code: int, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-
-
-async def _reply(send, status: int, body: dict | None, headers=()):
-    payload = b"" if body is None else json.dumps(body).encode()
-    response_headers = [(b"content-length", str(len(payload)).encode()), *headers]
-    if body is not None:
-        response_headers.append((b"content-type", b"application/json"))
-    await send({"type": "http.response.start", "status": status, "headers": response_headers})
-    await send({"type": "http.response.body", "body": payload})
 
 
 def _log(record: RequestRecord) -> None:

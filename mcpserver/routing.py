@@ -1,14 +1,13 @@
 """Routes /mcp and the RFC 9728 metadata to the MCP application, everything else to Django."""
 
 import gc
-import json
 import logging
 from contextlib import AsyncExitStack
 
 from django.conf import settings
 from uuid_utils.compat import uuid7
 
-from mcpserver.gate import host_allowed, own_url, request_headers
+from mcpserver.http import host_allowed, json_reply, own_url, request_headers
 from mcpserver.server import McpApplication
 
 logger = logging.getLogger("hyperbook.mcp")
@@ -78,17 +77,9 @@ async def _protected_resource_metadata(scope, send):
                 "resource_name": "hyperbook KB VPD MCP",
             },
         )
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"cache-control", b"max-age=300"),
-                (b"x-request-id", uuid7().hex.encode()),
-            ],
-        }
+    await json_reply(
+        send,
+        status,
+        body,
+        [(b"cache-control", b"max-age=300"), (b"x-request-id", uuid7().hex.encode())],
     )
-    await send({"type": "http.response.body", "body": payload})

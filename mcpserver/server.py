@@ -15,8 +15,9 @@ from kb.plans import PlanError
 from kb.policy import ConditionRefused, PolicyRefused
 from mcpserver import exchange, tool
 from mcpserver.auditing import RequestAuditor
-from mcpserver.gate import McpGate, _in_db_thread
+from mcpserver.gate import McpGate
 from mcpserver.ratelimit import RateLimits
+from mcpserver.threads import in_db_thread
 
 logger = logging.getLogger("hyperbook.mcp")
 
@@ -32,7 +33,7 @@ def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
     return answer_question(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
 
 
-_answer_in_db_thread = _in_db_thread(_answer)
+_answer_in_db_thread = in_db_thread(_answer)
 
 
 def _warm_up() -> None:
@@ -49,7 +50,7 @@ def _warm_up() -> None:
         logger.warning("KB engine warm-up failed; the first question will be slower", exc_info=True)
 
 
-_warm_up_in_db_thread = _in_db_thread(_warm_up)
+_warm_up_in_db_thread = in_db_thread(_warm_up)
 
 
 def build_server() -> Server:
