@@ -29,6 +29,14 @@ class AuditEvent(models.Model):
         MCP_TOOLS_LIST = "mcp.tools_list", _("MCP 도구 목록")
         MCP_INITIALIZE = "mcp.initialize", _("MCP 초기화")
         MCP_PING = "mcp.ping", _("MCP ping")
+        MCP_SERVER_DISCOVER = "mcp.server_discover", _("MCP 서버 탐색")
+        MCP_NOTIFICATIONS_INITIALIZED = "mcp.notifications_initialized", _("MCP 초기화 완료 알림")
+        MCP_NOTIFICATIONS_CANCELLED = "mcp.notifications_cancelled", _("MCP 취소 알림")
+        MCP_NOTIFICATIONS_PROGRESS = "mcp.notifications_progress", _("MCP 진행 알림")
+        MCP_NOTIFICATIONS_ROOTS_LIST_CHANGED = (
+            "mcp.notifications_roots_list_changed",
+            _("MCP 루트 목록 변경 알림"),
+        )
         MCP_PREFLIGHT = "mcp.preflight", _("MCP CORS 사전 요청")
         MCP_REQUEST = "mcp.request", _("MCP 기타 요청")
         MCP_REFUSALS_SUMMARY = "mcp.refusals_summary", _("MCP 거부 요약")
@@ -68,6 +76,33 @@ class AuditEvent(models.Model):
         ERROR = "error", _("서버 오류")
         CHANGED = "changed", _("변경")
         SUMMARY = "summary", _("요약 (예산을 넘은 거부 집계)")
+
+    class Reason(models.TextChoices):
+        """Why an /mcp request was refused or failed, as its event's detail stores it. Not a
+        database constraint: `detail` also holds other services' free text."""
+
+        HOST = "host", _("허용되지 않은 Host")
+        ORIGIN = "origin", _("허용되지 않은 Origin")
+        METHOD = "method", _("POST가 아닌 HTTP 메서드")
+        CONTENT_TYPE = "content_type", _("JSON이 아닌 Content-Type")
+        TOO_LARGE = "too_large", _("본문 크기 초과")
+        MALFORMED = "malformed", _("잘못된 JSON-RPC 메시지")
+        MISSING_TOKEN = "missing_token", _("토큰 없음")
+        MALFORMED_TOKEN = "malformed_token", _("형식이 잘못된 토큰")
+        UNKNOWN_TOKEN = "unknown", _("알 수 없는 토큰")
+        EXPIRED_TOKEN = "expired", _("만료된 토큰")
+        REVOKED_TOKEN = "revoked", _("폐기된 토큰")
+        WRONG_AUDIENCE = "wrong_audience", _("다른 리소스용 토큰")
+        AUTH_RATE_LIMITED = "auth_rate_limited", _("주소별 인증 실패 한도 초과")
+        RATE_LIMITED = "rate_limited", _("위임별 요청 한도 초과")
+        STAKEHOLDER_NOT_PERMITTED = "stakeholder_not_permitted", _("조회할 수 없는 관계자")
+        TOOL_NOT_DELEGATED = "tool_not_delegated", _("위임되지 않은 도구")
+        INVALID_ARGUMENTS = "invalid_arguments", _("잘못된 도구 인자")
+        POLICY_REFUSED = "policy_refused", _("정책에 따른 거부")
+        MASKED_CONDITION = "masked_condition", _("마스킹된 컬럼에 대한 조건")
+        INVALID_PLAN = "invalid_plan", _("잘못된 조회 계획")
+        ENGINE_ERROR = "engine_error", _("조회 엔진 오류")
+        EXCEPTION = "exception", _("처리 중 예외")
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     source = models.CharField(_("출처"), max_length=32, default="hyperbook")

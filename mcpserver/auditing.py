@@ -15,43 +15,24 @@ from django.conf import settings
 
 from audit.models import AuditEvent
 from audit.writer import AuditWriter
-from mcpserver.gate import RequestRecord
+from mcpserver.records import RequestRecord
 
 # Past this many addresses in one window, further ones share one summary ("*"): an attacker
 # with many addresses cannot make the budget itself grow without bound.
 MAX_TRACKED_ADDRESSES = 10_000
 
-_OUTCOMES = {
-    "allowed": AuditEvent.Outcome.ALLOWED,
-    "preflight": AuditEvent.Outcome.ALLOWED,
-    "unauthenticated": AuditEvent.Outcome.UNAUTHENTICATED,
-    "forbidden": AuditEvent.Outcome.FORBIDDEN,
-    "rate_limited": AuditEvent.Outcome.RATE_LIMITED,
-    "refused_origin": AuditEvent.Outcome.REFUSED_ORIGIN,
-    "refused_host": AuditEvent.Outcome.REFUSED_HOST,
-    "too_large": AuditEvent.Outcome.TOO_LARGE,
-    "refused_method": AuditEvent.Outcome.MALFORMED,
-    "refused_content_type": AuditEvent.Outcome.MALFORMED,
-    "refused_malformed": AuditEvent.Outcome.MALFORMED,
-    "error": AuditEvent.Outcome.ERROR,
-}
-_TOOL_ERRORS = {"invalid_arguments", "engine_error", "invalid_plan"}
+_UNAUTHENTICATED_OUTCOMES = (
+    AuditEvent.Outcome.UNAUTHENTICATED,
+    AuditEvent.Outcome.REFUSED_HOST,
+    AuditEvent.Outcome.REFUSED_ORIGIN,
+)
 
 
 def event_values(record: RequestRecord) -> dict:
-    outcome = _OUTCOMES.get(record.outcome, AuditEvent.Outcome.ERROR)
-    if outcome == AuditEvent.Outcome.ALLOWED and record.status >= 400:
-        outcome = AuditEvent.Outcome.MALFORMED  # refused by the SDK (e.g. protocol version)
-    if outcome == AuditEvent.Outcome.ALLOWED and record.reason in _TOOL_ERRORS:
-        outcome = AuditEvent.Outcome.TOOL_ERROR
-    if outcome == AuditEvent.Outcome.ALLOWED and record.reason == "policy_refused":
-        outcome = AuditEvent.Outcome.FORBIDDEN
-    rpc = _text(record.rpc_method).replace("/", "_") if record.rpc_method else ""
-    action = "mcp.preflight" if record.outcome == "preflight" else f"mcp.{rpc or 'request'}"
     principal = record.principal
     return {
-        "action": action[:64],
-        "outcome": outcome,
+        "action": record.action,
+        "outcome": record.outcome or AuditEvent.Outcome.ERROR,  # the gate always sets one
         "http_status": record.status or None,
         "request_id": record.request_id,
         "client_request_id": record.client_request_id or None,
@@ -70,7 +51,7 @@ def event_values(record: RequestRecord) -> dict:
         "masked_columns": [_text(c) for c in record.masked_columns],
         "prompt_length": record.prompt_length,
         "prompt_hash": record.prompt_hash,
-        "detail": _text(record.reason)[:128],
+        "detail": _text(record.reason or "")[:128],
     }
 
 
@@ -90,8 +71,8 @@ def _text(value: str) -> str:
 def is_unauthenticated_refusal(record: RequestRecord) -> bool:
     """Refused before anyone was identified: what a flood without a valid token produces."""
     return record.principal is None and (
-        record.outcome in ("unauthenticated", "refused_host", "refused_origin")
-        or record.reason == "auth_rate_limited"
+        record.outcome in _UNAUTHENTICATED_OUTCOMES
+        or record.reason == AuditEvent.Reason.AUTH_RATE_LIMITED
     )
 
 
@@ -129,7 +110,7 @@ def summary_event_values(address: str, counts: Counter, start: float, end: float
 
     total = sum(counts.values())
     return {
-        "action": "mcp.refusals_summary",
+        "action": AuditEvent.Action.MCP_REFUSALS_SUMMARY,
         "outcome": AuditEvent.Outcome.SUMMARY,
         "client_address": _text(address)[:64],
         "detail": f"{total} refusals past the per-address budget"[:128],

@@ -8,16 +8,17 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from uuid_utils.compat import uuid7
 
+from audit.models import AuditEvent
 from audit.services import prompt_fingerprint
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
-from mcpserver.principals import Authentication, Principal, authenticate_token
+from mcpserver.principals import Authentication, authenticate_token
 from mcpserver.ratelimit import RateLimits
+from mcpserver.records import ACTIONS, RequestRecord
 from mcpserver.threads import in_db_thread
 from registry.tokens import MalformedToken, bearer_from_header
 
@@ -33,29 +34,19 @@ MAX_JSON_DEPTH = 32
 RATE_LIMITED = -32000
 
 
-@dataclass
-class RequestRecord:
-    """What one /mcp request did, for logs and audit. Never holds a token or a prompt's text."""
+Outcome = AuditEvent.Outcome
+Reason = AuditEvent.Reason
 
-    request_id: str
-    started: float
-    client_request_id: str = ""
-    client: str = ""
-    origin: str | None = None
-    user_agent: str = ""
-    http_method: str = ""
-    status: int = 0
-    outcome: str = ""
-    reason: str = ""
-    rpc_method: str = ""
-    tool: str = ""
-    principal: Principal | None = None
-    prompt_length: int | None = None
-    prompt_hash: str = ""
-    row_count: int | None = None
-    masked_columns: list[str] = field(default_factory=list)
-    latency_ms: float = 0.0
-
+# What authenticate_token says is wrong with a token it could not resolve.
+_AUTHENTICATION_FAILURES = {
+    reason.value: reason
+    for reason in (
+        Reason.UNKNOWN_TOKEN,
+        Reason.EXPIRED_TOKEN,
+        Reason.REVOKED_TOKEN,
+        Reason.WRONG_AUDIENCE,
+    )
+}
 
 _authenticate = in_db_thread(authenticate_token)
 
@@ -131,15 +122,15 @@ class McpGate:
             logger.exception("mcp request failed request_id=%s", record.request_id)
             if not finished:
                 held.clear()
-                record.outcome, record.reason = "error", "exception"
+                record.outcome, record.reason = Outcome.ERROR, Reason.EXCEPTION
                 await json_reply(
                     send_when_recorded, 500, rpc_error(INTERNAL_ERROR, "internal error")
                 )
 
     async def _finish(self, record: RequestRecord) -> bool:
         record.latency_ms = (time.perf_counter() - record.started) * 1000
-        if not record.outcome:
-            record.outcome = "allowed" if record.status < 400 else "error"
+        if record.outcome is None:
+            record.outcome = Outcome.ALLOWED if record.status < 400 else Outcome.ERROR
         _log(record)
         if self.auditor is None:
             return True
@@ -153,23 +144,34 @@ class McpGate:
     async def _handle(self, scope, receive, send, headers, record: RequestRecord):
         if not host_allowed(headers.get("host", ""), self.allowed_hosts):
             return await self._refuse(
-                send, record, 403, "host", rpc_error(INVALID_REQUEST, "Host not allowed")
+                send,
+                record,
+                403,
+                Outcome.REFUSED_HOST,
+                Reason.HOST,
+                rpc_error(INVALID_REQUEST, "Host not allowed"),
             )
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
             return await self._refuse(
-                send, record, 403, "origin", rpc_error(INVALID_REQUEST, "Origin not allowed")
+                send,
+                record,
+                403,
+                Outcome.REFUSED_ORIGIN,
+                Reason.ORIGIN,
+                rpc_error(INVALID_REQUEST, "Origin not allowed"),
             )
         cors = _cors_headers(origin)
         if scope["method"] == "OPTIONS" and origin is not None:
-            record.outcome = "preflight"
+            record.action, record.outcome = AuditEvent.Action.MCP_PREFLIGHT, Outcome.ALLOWED
             return await json_reply(send, 204, None, cors + _PREFLIGHT_HEADERS)
         if scope["method"] != "POST":
             return await self._refuse(
                 send,
                 record,
                 405,
-                "method",
+                Outcome.MALFORMED,
+                Reason.METHOD,
                 rpc_error(
                     INVALID_REQUEST, "Method not allowed: this server is stateless; use POST"
                 ),
@@ -181,30 +183,35 @@ class McpGate:
         try:
             token = bearer_from_header(authorization)
         except MalformedToken:
-            reason = "missing_token" if authorization is None else "malformed_token"
+            reason = Reason.MISSING_TOKEN if authorization is None else Reason.MALFORMED_TOKEN
             return await self._failed_authentication(
                 send, record, reason, self_url, cors, sent=authorization is not None
             )
         authentication: Authentication = await _authenticate(token)
         del token
         if authentication.principal is None:
+            # A failure authenticate_token may learn to report is still a refusal, never a 500.
+            reason = _AUTHENTICATION_FAILURES.get(authentication.failure, Reason.UNKNOWN_TOKEN)
             return await self._failed_authentication(
-                send, record, authentication.failure, self_url, cors, sent=True
+                send, record, reason, self_url, cors, sent=True
             )
         principal = record.principal = authentication.principal
         # The bearer is known: its delegation's limit comes before anything else is read.
         retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
         if retry_after:
-            return await self._refuse_rate(send, record, retry_after, "rate_limited", cors)
+            return await self._refuse_rate(send, record, retry_after, Reason.RATE_LIMITED, cors)
         if not principal.permitted:
-            return await self._forbidden(send, record, "stakeholder_not_permitted", self_url, cors)
+            return await self._forbidden(
+                send, record, Reason.STAKEHOLDER_NOT_PERMITTED, self_url, cors
+            )
 
         if not _is_json(headers.get("content-type", "")):
             return await self._refuse(
                 send,
                 record,
                 415,
-                "content_type",
+                Outcome.MALFORMED,
+                Reason.CONTENT_TYPE,
                 rpc_error(INVALID_REQUEST, "Content-Type must be application/json"),
                 cors,
             )
@@ -214,7 +221,8 @@ class McpGate:
                 send,
                 record,
                 413,
-                "too_large",
+                Outcome.TOO_LARGE,
+                Reason.TOO_LARGE,
                 rpc_error(INVALID_REQUEST, "Request body too large"),
                 cors,
             )
@@ -222,15 +230,24 @@ class McpGate:
         if message is None:
             code = PARSE_ERROR if problem == "Parse error" else INVALID_REQUEST
             return await self._refuse(
-                send, record, 400, "malformed", rpc_error(code, problem), cors
+                send,
+                record,
+                400,
+                Outcome.MALFORMED,
+                Reason.MALFORMED,
+                rpc_error(code, problem),
+                cors,
             )
         record.rpc_method = message.get("method") if isinstance(message.get("method"), str) else ""
+        record.action = ACTIONS.get(record.rpc_method, AuditEvent.Action.MCP_REQUEST)
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if record.rpc_method == "tools/call":
             tool = params.get("name")
             record.tool = tool[:128] if isinstance(tool, str) else ""
             if record.tool not in principal.tools:
-                return await self._forbidden(send, record, "tool_not_delegated", self_url, cors)
+                return await self._forbidden(
+                    send, record, Reason.TOOL_NOT_DELEGATED, self_url, cors
+                )
             arguments = params.get("arguments")
             if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
                 record.prompt_length = len(arguments["prompt"])
@@ -255,7 +272,9 @@ class McpGate:
             record.client or "unknown"
         )
         if retry_after:
-            return await self._refuse_rate(send, record, retry_after, "auth_rate_limited", cors)
+            return await self._refuse_rate(
+                send, record, retry_after, Reason.AUTH_RATE_LIMITED, cors
+            )
         return await self._unauthorized(send, record, reason, resource_url, sent=sent)
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
@@ -265,22 +284,19 @@ class McpGate:
         same_origin = origin in (f"http://{host.lower()}", f"https://{host.lower()}")
         return same_origin or origin in self.allowed_origins
 
-    async def _refuse(self, send, record, status, reason, body, extra_headers=()):
-        record.outcome = f"refused_{reason}" if status != 413 else "too_large"
-        record.reason = reason
+    async def _refuse(self, send, record, status, outcome, reason, body, extra_headers=()):
+        record.outcome, record.reason = outcome, reason
         return await json_reply(send, status, body, extra_headers)
 
     async def _refuse_rate(self, send, record, retry_after, reason, cors):
-        record.outcome = "rate_limited"
-        record.reason = reason
+        record.outcome, record.reason = Outcome.RATE_LIMITED, reason
         body = rpc_error(RATE_LIMITED, "Too many requests; try again later")
         return await json_reply(
             send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors
         )
 
     async def _unauthorized(self, send, record, reason, resource_url, *, sent: bool):
-        record.outcome = "unauthenticated"
-        record.reason = reason
+        record.outcome, record.reason = Outcome.UNAUTHENTICATED, reason
         metadata_url = protected_resource_metadata_url(resource_url)
         challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
         if sent:
@@ -295,8 +311,7 @@ class McpGate:
         return await json_reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
 
     async def _forbidden(self, send, record, reason, resource_url, cors):
-        record.outcome = "forbidden"
-        record.reason = reason
+        record.outcome, record.reason = Outcome.FORBIDDEN, reason
         challenge = (
             f'Bearer realm="hyperbook", error="insufficient_scope", '
             f'resource_metadata="{protected_resource_metadata_url(resource_url)}"'

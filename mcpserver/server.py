@@ -10,6 +10,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 
+from audit.models import AuditEvent
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import ConditionRefused, PolicyRefused
@@ -34,6 +35,14 @@ def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
 
 
 _answer_in_db_thread = in_db_thread(_answer)
+
+Outcome = AuditEvent.Outcome
+Reason = AuditEvent.Reason
+
+
+def _answered_with_error(record, outcome: AuditEvent.Outcome, reason: AuditEvent.Reason) -> None:
+    if record is not None:
+        record.outcome, record.reason = outcome, reason
 
 
 def _warm_up() -> None:
@@ -72,34 +81,29 @@ def build_server() -> Server:
         try:
             prompt, limit = tool.checked_arguments(params.arguments)
         except tool.ArgumentError as exc:
-            if record is not None:
-                record.reason = "invalid_arguments"
+            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
             return tool.error_result(f"Invalid arguments: {exc}")
         try:
             answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
         except PolicyRefused as exc:
             # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
-            if record is not None:
-                record.reason = "policy_refused"
+            _answered_with_error(record, Outcome.FORBIDDEN, Reason.POLICY_REFUSED)
             return tool.error_result(exc.message or "이 사용자에게 조회 권한 없음")
         except OrdsError as exc:
-            if record is not None:
-                record.reason = "engine_error"
+            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
             return tool.error_result(exc.message)
         except ConditionRefused as exc:
             # A condition on a column this user sees masked: refused, and the message says why.
-            if record is not None:
-                record.reason = "masked_condition"
+            # Recorded as allowed, not as a tool error: the refusal is the answer.
+            _answered_with_error(record, Outcome.ALLOWED, Reason.MASKED_CONDITION)
             return tool.error_result(exc.message)
         except PlanError as exc:
-            if record is not None:
-                record.reason = "invalid_plan"
+            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_PLAN)
             return tool.error_result(exc.message)
         except Exception:
             request_id = record.request_id if record is not None else "-"
             logger.exception("tool failed request_id=%s", request_id)
-            if record is not None:
-                record.reason = "engine_error"
+            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
             return tool.error_result(f"조회 중 오류가 발생했습니다 (request id {request_id}).")
         if record is not None:
             record.row_count = answer.get("row_count")

@@ -70,7 +70,7 @@ CASES = {
     ),
     "a method of the client's invention": (
         ("KB-P-001", rpc("x/evil"), None, "POST"),
-        (200, "mcp.x_evil", "allowed", ""),
+        (200, "mcp.request", "allowed", ""),
     ),
     "a preflight": (
         ("none", b"", {"Origin": ALLOWED_ORIGIN}, "OPTIONS"),
@@ -149,6 +149,14 @@ def test_each_request_is_recorded_with_its_action_outcome_and_reason(
     who, body, headers, method = request_
     response = send(server, token_for(world, who), body, headers, method)
     assert recorded(response) == expected
+
+
+def test_a_client_cannot_invent_an_action_only_name_its_method(server, world):
+    for method in ("x/evil", "registry/server_deleted", "refusals/summary", "tools/list/x"):
+        response = send(server, world.tokens["KB-P-001"], rpc(method))
+        assert recorded(response) == (200, "mcp.request", "allowed", "")
+        (event,) = AuditEvent.objects.filter(request_id=response.headers["x-request-id"])
+        assert event.rpc_method == method
 
 
 def test_an_expired_or_revoked_token_is_recorded_with_why_it_failed(server, world):

@@ -6,7 +6,7 @@ from audit.models import AuditEvent
 from audit.services import audit_events_append
 from audit.verification import verify_chain
 from mcpserver.auditing import event_values
-from mcpserver.gate import RequestRecord
+from mcpserver.records import RequestRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 )
 def test_client_text_is_stored_as_sent_or_as_its_escape(sent, stored):
     record = RequestRecord(
-        request_id="text-test", started=0.0, status=400, outcome="refused_malformed",
+        request_id="text-test", started=0.0, status=400, outcome=AuditEvent.Outcome.MALFORMED,
         rpc_method=sent, user_agent=sent, origin=sent,
     )  # fmt: skip
     (event,) = audit_events_append(events=[event_values(record)])

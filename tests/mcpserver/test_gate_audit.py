@@ -74,8 +74,9 @@ def test_when_the_event_cannot_be_written_the_request_is_not_answered():
 
 
 def test_a_refusal_summary_that_could_not_be_written_is_written_next_time(settings):
+    from audit.models import AuditEvent
     from mcpserver.auditing import RequestAuditor
-    from mcpserver.gate import RequestRecord
+    from mcpserver.records import RequestRecord
 
     settings.AUDIT_REFUSALS_PER_ADDRESS = 1
     settings.AUDIT_REFUSAL_WINDOW_SECONDS = 60
@@ -95,7 +96,8 @@ def test_a_refusal_summary_that_could_not_be_written_is_written_next_time(settin
     async def scenario():
         for _ in range(3):  # one recorded alone (it fails too), two counted
             record = RequestRecord(request_id="r" * 32, started=0.0, client="198.51.100.7")
-            record.outcome, record.reason, record.status = "unauthenticated", "unknown", 401
+            record.outcome = AuditEvent.Outcome.UNAUTHENTICATED
+            record.reason, record.status = AuditEvent.Reason.UNKNOWN_TOKEN, 401
             try:
                 await auditor.completed(record)
             except RuntimeError:

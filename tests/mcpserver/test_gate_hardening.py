@@ -12,8 +12,9 @@ from django.utils import timezone
 from audit.chain import event_hash
 from audit.models import AuditEvent
 from mcpserver.auditing import event_values
-from mcpserver.gate import RequestRecord, parse_message
+from mcpserver.gate import parse_message
 from mcpserver.http import host_allowed
+from mcpserver.records import RequestRecord
 from tests.live import live_server
 from tests.mcpserver.conftest import MCP_HEADERS, Server, call, rpc
 
