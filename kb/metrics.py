@@ -1,8 +1,9 @@
 """What Select AI counts for /metrics: answers by question family, and refusals by reason.
 
 A family is the shape of the plan that answered, never its values: the entity and whether it
-listed rows, ranked them, or aggregated (with or without grouping); "help" when no plan could be
-made. At most a dozen label values, and nothing of the question's text."""
+listed rows, ranked them (sorted by anything but their id), or aggregated (with or without
+grouping); "help" when no plan could be made. At most a dozen label values, and nothing of the
+question's text."""
 
 from prometheus_client import Counter
 
@@ -31,8 +32,10 @@ def answer_family(answer: dict) -> str:
         shape = "grouped"
     elif plan.get("aggregates"):
         shape = "aggregate"
-    elif plan.get("order_by"):
-        shape = "ranked"
+    elif any(
+        order.get("field") != ENTITIES[plan["entity"]].key for order in plan.get("order_by") or []
+    ):
+        shape = "ranked"  # sorted by something other than its id (lists are, for a stable order)
     else:
         shape = "list"
     return f"{plan['entity']}:{shape}"

@@ -15,6 +15,8 @@ from uuid_utils.compat import uuid7
 
 from audit.models import AuditEvent
 from audit.services import prompt_fingerprint
+from core import tracing
+from mcpserver import metrics
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
 from mcpserver.principals import Authentication, authenticate_token
 from mcpserver.ratelimit import RateLimits
@@ -115,8 +117,10 @@ class McpGate:
                         send, 503, rpc_error(INTERNAL_ERROR, "audit unavailable; not answered")
                     )
 
+        tracing.request_started(record.request_id)
         try:
-            await self._handle(scope, receive, send_when_recorded, headers, record)
+            with tracing.span("mcp.gate", {"http.method": record.http_method}):
+                await self._handle(scope, receive, send_when_recorded, headers, record)
         except Exception:
             # A request never crashes the worker or leaks a traceback; the id ties logs together.
             logger.exception("mcp request failed request_id=%s", record.request_id)
@@ -132,6 +136,7 @@ class McpGate:
         if record.outcome is None:
             record.outcome = Outcome.ALLOWED if record.status < 400 else Outcome.ERROR
         _log(record)
+        metrics.request_counted(record)
         if self.auditor is None:
             return True
         try:

@@ -1,24 +1,24 @@
-"""What /mcp counts for /metrics: requests by method, outcome and reason, their latency per
-method, and the rate limits' refusals. Labels come from fixed lists only: whatever a client sends
-as a method or a header never becomes a label (cardinality, and nothing of a request leaks)."""
+"""What /mcp counts for /metrics: requests by action, outcome and reason, their latency per
+action, and the rate limits' refusals. Every label is a member of a fixed choice list
+(AuditEvent.Action, Outcome, Reason): whatever a client sends never becomes a label, which keeps
+their number bounded and nothing of a request in them."""
 
 from prometheus_client import Counter, Histogram
 
 from audit.models import AuditEvent
+from mcpserver.records import RequestRecord
 
-METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call", "notifications/initialized"})
-_OUTCOMES = frozenset(AuditEvent.Outcome.values)
-_REASONS = frozenset(getattr(AuditEvent, "Reason", ()) and AuditEvent.Reason.values)
+Reason = AuditEvent.Reason
 
 REQUESTS = Counter(
     "hyperbook_mcp_requests",
-    "Requests to /mcp by JSON-RPC method, audit outcome and reason.",
-    ["method", "outcome", "reason"],
+    "Requests to /mcp by action (the JSON-RPC method served), audit outcome and reason.",
+    ["action", "outcome", "reason"],
 )
 LATENCY = Histogram(
     "hyperbook_mcp_request_duration_seconds",
-    "Time from a /mcp request's arrival to its recorded answer, per JSON-RPC method.",
-    ["method"],
+    "Time from a /mcp request's arrival to its recorded answer, per action.",
+    ["action"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 RATE_LIMITED = Counter(
@@ -28,11 +28,10 @@ RATE_LIMITED = Counter(
 )
 
 
-def request_counted(*, method: str, outcome: str, reason: str, seconds: float) -> None:
-    method = method if method in METHODS else ("" if not method else "other")
-    outcome = outcome if outcome in _OUTCOMES else "other"
-    reason = reason if reason in _REASONS or not reason else "other"
-    REQUESTS.labels(method or "-", outcome, reason or "-").inc()
-    LATENCY.labels(method or "-").observe(seconds)
-    if outcome == AuditEvent.Outcome.RATE_LIMITED:
-        RATE_LIMITED.labels("auth_failure" if reason == "auth_rate_limited" else "delegation").inc()
+def request_counted(record: RequestRecord) -> None:
+    action, outcome = str(record.action), str(record.outcome)
+    REQUESTS.labels(action, outcome, str(record.reason or "-")).inc()
+    LATENCY.labels(action).observe(record.latency_ms / 1000)
+    if record.reason in (Reason.RATE_LIMITED, Reason.AUTH_RATE_LIMITED):
+        limit = "delegation" if record.reason == Reason.RATE_LIMITED else "auth_failure"
+        RATE_LIMITED.labels(limit).inc()

@@ -11,6 +11,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.shared.exceptions import MCPError
 
 from audit.models import AuditEvent
+from core import tracing
+from kb import metrics as kb_metrics
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import ConditionRefused, PolicyRefused
@@ -41,6 +43,8 @@ Reason = AuditEvent.Reason
 
 
 def _answered_with_error(record, outcome: AuditEvent.Outcome, reason: AuditEvent.Reason) -> None:
+    if reason != AuditEvent.Reason.INVALID_ARGUMENTS:  # the engine refused, not the schema
+        kb_metrics.refusal_counted(reason)
     if record is not None:
         record.outcome, record.reason = outcome, reason
 
@@ -84,7 +88,8 @@ def build_server() -> Server:
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
             return tool.error_result(f"Invalid arguments: {exc}")
         try:
-            answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
+            with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
+                answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
         except PolicyRefused as exc:
             # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
             _answered_with_error(record, Outcome.FORBIDDEN, Reason.POLICY_REFUSED)
@@ -108,6 +113,7 @@ def build_server() -> Server:
         if record is not None:
             record.row_count = answer.get("row_count")
             record.masked_columns = list(answer.get("masked_columns", []))
+        kb_metrics.answer_counted(answer)
         return tool.answer_result(answer)
 
     return Server(
@@ -149,6 +155,8 @@ class McpApplication:
 
     @asynccontextmanager
     async def running(self):
+        # Per worker, after any fork: the exporter's thread must belong to the serving process.
+        tracing.tracing_configure()
         async with self.session_manager.run():
             await _warm_up_in_db_thread()
             summaries = (
@@ -165,6 +173,7 @@ class McpApplication:
                     # The current window's refusal counts, then everything still pending.
                     await self.auditor.flush(final=True)
                     await self.auditor.close()
+                tracing.tracing_shutdown()
 
     async def _write_refusal_summaries(self):
         """Each window's refusal summaries are written when it ends, flood or no flood."""
