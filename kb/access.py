@@ -60,6 +60,7 @@ class ColumnRule:
 class StakeholderAccess:
     stakeholder: Stakeholder
     role_label: str
+    status_label: str
     refused: str  # why it may see nothing at all ("" when it may query)
     scope_rule: str  # the row rule in words
     counts: tuple[EntityCount, ...]
@@ -77,10 +78,11 @@ class RecordVisibility:
 
 def stakeholder_access(*, stakeholder: Stakeholder) -> StakeholderAccess:
     label = role_label(stakeholder.role)
+    status = str(dict(Stakeholder.Status.choices).get(stakeholder.status, stakeholder.status))
     try:
         scope = check_stakeholder_allowed(stakeholder)
     except PolicyRefused as exc:
-        return StakeholderAccess(stakeholder, label, exc.message, "", (), "", ())
+        return StakeholderAccess(stakeholder, label, status, exc.message, "", (), "", ())
     counts = tuple(
         EntityCount(entity, ENTITIES[entity].label, _count(stakeholder, entity), _UNITS[entity])
         for entity in (CUSTOMERS, CONTRACTS, PAYMENTS)
@@ -97,6 +99,7 @@ def stakeholder_access(*, stakeholder: Stakeholder) -> StakeholderAccess:
     return StakeholderAccess(
         stakeholder=stakeholder,
         role_label=label,
+        status_label=status,
         refused="",
         scope_rule=_scope_rule(scope, stakeholder),
         counts=counts,
