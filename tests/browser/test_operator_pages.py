@@ -1,0 +1,144 @@
+"""The operators' and auditors' pages in a real browser (Debian's chromium, driven by Playwright),
+as an admin and as an auditor, in Korean and in English: the console's chart against its answer,
+the access page against the CSV files, the audit overview, the agent set-up page. Screenshots go
+to test-artifacts/ (a token is masked out of every one)."""
+
+import re
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from core.groups import AUDITORS, ensure_default_groups
+from registry.presets import write_token_presets
+from tests.browser.test_console_browser import ARTIFACTS, PASSWORD, browser  # noqa: F401
+from tests.live import live_server
+from tests.registry.test_access_page import truth_counts
+
+pytestmark = [pytest.mark.db, pytest.mark.slow]
+
+LANGUAGES = {"ko": "ko-KR", "en": "en-US"}
+
+
+@pytest.fixture(scope="module")
+def pages_site(world, tmp_path_factory, django_db_blocker):
+    from django.conf import settings
+
+    folder = tmp_path_factory.mktemp("operator-pages")
+    presets = folder / "presets.json"
+    write_token_presets(presets, {k: world.tokens[k] for k in ("KB-P-001", "KB-M-001")})
+    with django_db_blocker.unblock():
+        ensure_default_groups()
+        call_command("import_mcp_servers", str(settings.MCP_SERVERS_FILE), verbosity=0)
+        if not User.objects.filter(username="pages-admin").exists():
+            User.objects.create_superuser("pages-admin", password=PASSWORD)
+        if not User.objects.filter(username="pages-auditor").exists():
+            auditor = User.objects.create_user("pages-auditor", password=PASSWORD, is_staff=True)
+            auditor.groups.add(Group.objects.get(name=AUDITORS))
+    env = {"VPD_TOKEN_PRESETS_FILE": str(presets), "MCP_RATE_LIMIT": "10000/minute"}
+    with live_server(folder / "server.log", env) as url:
+        yield url
+
+
+def logged_in(browser, url: str, username: str, language: str):  # noqa: F811
+    page = browser.new_page(locale=LANGUAGES[language], viewport={"width": 1280, "height": 900})
+    page.goto(f"{url}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#content")
+    return page
+
+
+def shot(page, name: str, mask=()):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(
+        path=str(ARTIFACTS / f"{name}.png"),
+        full_page=True,
+        mask=[page.locator(selector) for selector in mask],
+    )
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-auditor"])
+def test_the_access_page_counts_what_the_csv_files_say(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language)
+    page.goto(f"{pages_site}/admin/registry/tokendelegation/access/KB-M-001/")
+    counts = tuple(
+        int(t.replace(",", "")) for t in page.locator("#access-counts td.count").all_inner_texts()
+    )
+    assert counts == truth_counts()["KB-M-001"]
+    masked = page.locator("#access-masked tr[data-column]")
+    assert {masked.nth(i).get_attribute("data-column") for i in range(masked.count())} == {
+        "phone",
+        "rrn",
+    }
+    page.fill("#record", "C0001")
+    page.click("#record ~ input[type=submit]")
+    page.wait_for_selector("#access-visibility")
+    assert page.get_attribute("#access-visibility", "data-visible") == "yes"
+    shot(page, f"access-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-auditor"])
+def test_the_audit_overview_draws_its_counts(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language)
+    page.goto(f"{pages_site}/admin/audit/auditevent/overview/")
+    page.wait_for_selector("#overview-hours")
+    listed = {
+        link.get_attribute("href"): int(link.get_attribute("data-value"))
+        for link in page.locator("#overview-outcomes a").all()
+    }
+    drawn = [
+        int(v)
+        for v in page.locator("#overview-hours rect.bar[data-value]").evaluate_all(
+            "bars => bars.map(b => b.dataset.value)"
+        )
+    ]
+    assert sum(drawn) == sum(listed.values()) > 0
+    shot(page, f"overview-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_the_console_draws_a_grouped_answer_as_bars_of_its_numbers(pages_site, browser, language):  # noqa: F811
+    page = logged_in(browser, pages_site, "pages-admin", language)
+    page.goto(f"{pages_site}/admin/registry/consoleturn/")
+    page.select_option("select[name=server]", "kb_mcp")
+    page.select_option("select[name=stakeholder]", "KB-M-001")
+    page.fill("textarea[name=prompt]", "상품별 계약 건수")
+    page.click("#call")
+    page.wait_for_selector("#answer-chart svg")
+    headers = page.locator("#answer thead th").evaluate_all("ths => ths.map(t => t.dataset.column)")
+    rows = page.locator("#answer tbody tr").evaluate_all(
+        "trs => trs.map(tr => [...tr.children].map(td => td.textContent))"
+    )
+    value_at = next(i for i, name in enumerate(headers) if name.endswith("count") or name == "n")
+    expected = sorted(float(row[value_at]) for row in rows)
+    bars = page.locator("#answer-chart rect.bar").evaluate_all(
+        "bars => bars.map(b => [Number(b.dataset.value), Number(b.getAttribute('height'))])"
+    )
+    assert sorted(value for value, _ in bars) == expected
+    # Heights follow the values: the tallest bar is the largest count.
+    assert max(bars, key=lambda bar: bar[1])[0] == max(expected)
+    assert re.search(r"\d+ ms", page.inner_text("#took"))
+    shot(page, f"console-chart-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_the_agent_set_up_page_has_a_copy_button_for_each_client(pages_site, browser, language):  # noqa: F811
+    page = logged_in(browser, pages_site, "pages-admin", language)
+    page.goto(f"{pages_site}/admin/registry/tokendelegation/add/")
+    page.select_option("select[name=stakeholder]", "KB-P-001")
+    page.fill("input[name=agent_name]", f"browser {language}")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#setup-vscode")
+    token = page.inner_text("#issued-token").strip()
+    assert token in page.inner_text("#setup-inspector")
+    assert page.locator("button[data-copy^=setup-]").count() == 3
+    secret = ["#issued-token", "#setup-vscode", "#setup-claude", "#setup-inspector"]
+    shot(page, f"agent-setup-{language}", mask=secret)
+    page.close()
