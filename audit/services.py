@@ -1,17 +1,15 @@
 """Writing audit events: appended to the chain in the caller's transaction, delivered after it."""
 
 import functools
-import hashlib
-import hmac
 import logging
 from collections.abc import Iterable
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditEvent, ChainHead, uuid7
+from core.tokens import keyed_fingerprint
 
 logger = logging.getLogger("hyperbook.audit")
 
@@ -22,8 +20,7 @@ _EVENT_NAMES = frozenset(f.name for f in _EVENT_FIELDS)
 
 def prompt_fingerprint(prompt: str) -> str:
     """A keyed hash of the prompt: equal prompts can be correlated, the text cannot be read back."""
-    key = settings.TOKEN_FINGERPRINT_KEY.encode()
-    return hmac.new(key, b"prompt:" + prompt.encode(), hashlib.sha256).hexdigest()
+    return keyed_fingerprint(prompt, context="prompt:")
 
 
 def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list[AuditEvent]:

@@ -10,7 +10,7 @@ from rest_framework import authentication, exceptions
 from audit.models import AuditEvent
 from audit.services import audit_change
 from core.models import ApiToken
-from registry.tokens import token_fingerprint
+from core.tokens import token_fingerprint
 
 API_TOKEN_PREFIX = "hbapi_"  # noqa: S105  (a public marker, not a secret)
 

@@ -6,10 +6,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.lookups import CompiledLookup
+from core.tokens import token_fingerprint
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
-from registry.tokens import token_fingerprint
 
 PERMITTED_ROLES = frozenset(Stakeholder.Role.values)
 

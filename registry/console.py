@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from core.tokens import token_fingerprint
 from registry.answer_chart import chart_hint
 from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn, McpServer
@@ -31,7 +32,6 @@ from registry.tokens import (
     display_prefix,
     normalize_token,
     redact_secrets,
-    token_fingerprint,
 )
 
 USE_CONSOLE_PERMISSION = "registry.use_console"

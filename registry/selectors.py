@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from core.tokens import token_fingerprint
 from registry.models import McpServer, TokenDelegation, ToolPin
-from registry.tokens import token_fingerprint
 
 
 def server_declarations_export() -> list[dict]:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from audit.models import AuditEvent
 from audit.services import audit_change, audit_record, prompt_fingerprint
+from core.tokens import token_fingerprint
 from kb.models import Stakeholder
 from registry import pinning
 from registry.declarations import (
@@ -65,7 +66,6 @@ from registry.tokens import (
     display_prefix,
     generate_token,
     normalize_token,
-    token_fingerprint,
     token_is_trivial,
     token_strength_bits,
 )

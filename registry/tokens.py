@@ -1,12 +1,8 @@
-"""VPD bearer tokens: generation, normalisation, keyed fingerprints. Raw tokens stay in memory."""
+"""VPD bearer tokens: generation, normalisation, redaction. Raw tokens stay in memory."""
 
-import hashlib
-import hmac
 import math
 import re
 import secrets
-
-from django.conf import settings
 
 ISSUED_TOKEN_PREFIX = "hbvpd_"  # noqa: S105  (a public marker, not a secret)
 # RFC 6750 b64token characters; anything else in a bearer is malformed, not a token.
@@ -43,11 +39,6 @@ def bearer_from_header(header_value: str | None) -> str:
     if not match or not TOKEN_RE.match(match.group(1)):
         raise MalformedToken("malformed Authorization header")
     return match.group(1)
-
-
-def token_fingerprint(token: str) -> str:
-    key = settings.TOKEN_FINGERPRINT_KEY.encode()
-    return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()
 
 
 def display_prefix(token: str) -> str:

@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.lookups import CompiledLookup
+from core.tokens import token_fingerprint
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from registry.services import delegation_issue, delegation_revoke
-from registry.tokens import token_fingerprint
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db(transaction=True)]
 

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.utils import timezone
 
+from core.tokens import token_fingerprint
 from kb.models import Branch, Stakeholder
 from registry.models import TokenDelegation
 from registry.presets import PresetFileError, read_token_presets
@@ -16,7 +17,7 @@ from registry.services import (
     delegation_register,
     delegation_revoke,
 )
-from registry.tokens import MalformedToken, bearer_from_header, normalize_token, token_fingerprint
+from registry.tokens import MalformedToken, bearer_from_header, normalize_token
 
 pytestmark = pytest.mark.django_db
 

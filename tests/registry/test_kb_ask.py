@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from audit.models import AuditEvent
+from core.tokens import token_fingerprint
 from registry.presets import write_token_presets
-from registry.tokens import display_prefix, token_fingerprint
+from registry.tokens import display_prefix
 from tests.live import ROOT, database_url_for_servers
 from tests.registry.conftest import kb_declaration
 
