@@ -302,3 +302,6 @@ def overview_chart(overview) -> str:
 
 def _events_url(**query) -> str:
     return f"{reverse('admin:audit_auditevent_changelist')}?{urlencode(query)}"
+
+
+from audit import admin_access  # noqa: E402, F401  (users, groups, API tokens)

@@ -242,6 +242,8 @@ AUDIT_DELIVERY_SWEEP_SECONDS = env_int("AUDIT_DELIVERY_SWEEP_SECONDS", 10)
 AUDIT_DELIVERY_MAX_BACKOFF_SECONDS = env_int("AUDIT_DELIVERY_MAX_BACKOFF_SECONDS", 600)
 # /healthz says "degraded" when the oldest undelivered event is older than this.
 AUDIT_BACKLOG_DEGRADED_SECONDS = env_int("AUDIT_BACKLOG_DEGRADED_SECONDS", 300)
+# The apps' parts of /healthz beyond the database and the broker (core.health).
+HEALTH_CHECKS = ["audit.health.delivery_report"]
 # A claimed batch whose worker died is claimable again after this long.
 AUDIT_DELIVERY_LEASE_SECONDS = env_int("AUDIT_DELIVERY_LEASE_SECONDS", 120)
 # Signed checkpoints over the chain's head (C2SP signed notes, Ed25519): one every

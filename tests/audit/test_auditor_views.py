@@ -8,9 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from audit.api_tokens import api_token_issue
 from audit.models import AuditEvent
 from audit.services import audit_events_append
-from core.api_tokens import api_token_issue
 from registry.models import McpServer
 
 pytestmark = pytest.mark.django_db

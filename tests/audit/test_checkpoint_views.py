@@ -9,11 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit import selectors
+from audit.api_tokens import api_token_issue
 from audit.checkpoints import checkpoint_create_if_due, current_signer
 from audit.models import AuditCheckpoint
 from audit.services import audit_events_append
 from audit.signed_note import Verifier, open_checkpoint
-from core.api_tokens import api_token_issue
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ from django.test import override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from audit.api_tokens import api_token_issue
 from audit.models import AuditEvent
 from audit.services import audit_events_append
-from core.api_tokens import api_token_issue
 from core.groups import ensure_default_groups
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]

@@ -12,9 +12,9 @@ from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.utils import timezone
 
+from audit.api_tokens import api_token_issue
 from audit.checkpoints import checkpoint_create_if_due
 from audit.models import AuditCheckpoint, AuditEvent
-from core.api_tokens import api_token_issue
 from kb.models import Branch, Stakeholder
 from registry import pinning
 from registry.declarations import validate_mcp_server

@@ -8,9 +8,9 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.utils import timezone
 
+from audit.access import access_change_record, user_access_snapshot
+from audit.api_tokens import api_token_issue, api_token_revoke
 from audit.models import AuditEvent
-from core.access import access_change_record, user_access_snapshot
-from core.api_tokens import api_token_issue, api_token_revoke
 from core.groups import ensure_default_groups
 from registry.models import McpServer
 

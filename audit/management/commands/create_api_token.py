@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from core.api_tokens import api_token_issue
+from audit.api_tokens import api_token_issue
 
 
 class Command(BaseCommand):
