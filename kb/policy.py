@@ -91,18 +91,31 @@ COMPARABLE_MASKS = frozenset({Mask.FULL, Mask.FROM_BIRTH_YEAR})
 _ROLE_LABELS = dict(Stakeholder.Role.choices)
 
 
+def query_refusal(*, role: str, status: str, branch_id: str | None) -> PolicyRefused | None:
+    """Why a known stakeholder may not query the KB at all, or None if it may: the one rule, asked
+    by the /mcp gate on every request (from the row it reads) and by every KB read."""
+    if status != Stakeholder.Status.ACTIVE:
+        return PolicyRefused("정지된 사용자입니다: 조회 권한 없음", reason="suspended")
+    scope = ROW_SCOPES.get(role)
+    if scope is None:
+        return PolicyRefused("이 역할에는 조회 권한이 없습니다", reason="unknown_role")
+    if scope is RowScope.BRANCH and not branch_id:
+        return PolicyRefused(
+            "지점이 지정되지 않은 지점장입니다: 조회 권한 없음", reason="no_branch"
+        )
+    return None
+
+
 def check_stakeholder_allowed(stakeholder: Stakeholder | None) -> RowScope:
     """The stakeholder's row scope; PolicyRefused (no query is made) if it may see nothing."""
     if stakeholder is None or not stakeholder.pk:
         raise PolicyRefused("알 수 없는 사용자입니다: 조회 권한 없음", reason="unknown_stakeholder")
-    if stakeholder.status != Stakeholder.Status.ACTIVE:
-        raise PolicyRefused("정지된 사용자입니다: 조회 권한 없음", reason="suspended")
-    scope = ROW_SCOPES.get(stakeholder.role)
-    if scope is None:
-        raise PolicyRefused("이 역할에는 조회 권한이 없습니다", reason="unknown_role")
-    if scope is RowScope.BRANCH and not stakeholder.branch_id:
-        raise PolicyRefused("지점이 지정되지 않은 지점장입니다: 조회 권한 없음", reason="no_branch")
-    return scope
+    refusal = query_refusal(
+        role=stakeholder.role, status=stakeholder.status, branch_id=stakeholder.branch_id
+    )
+    if refusal is not None:
+        raise refusal
+    return ROW_SCOPES[stakeholder.role]
 
 
 def visible_customers_q(stakeholder: Stakeholder, *, customer_path: str = "") -> Q:

@@ -7,11 +7,9 @@ from django.utils import timezone
 
 from core.lookups import CompiledLookup
 from core.tokens import token_fingerprint
-from kb.models import Stakeholder
+from kb.policy import query_refusal
 from registry.models import TokenDelegation
 from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
-
-PERMITTED_ROLES = frozenset(Stakeholder.Role.values)
 
 
 @dataclass(frozen=True)
@@ -96,6 +94,6 @@ def authenticate_token(token: str) -> Authentication:
             tools=frozenset(tools),
             display_prefix=prefix,
             fingerprint=fingerprint,
-            permitted=status == Stakeholder.Status.ACTIVE and role in PERMITTED_ROLES,
+            permitted=query_refusal(role=role, status=status, branch_id=branch_id) is None,
         )
     )

@@ -73,6 +73,20 @@ def test_check_stakeholder_allowed_refuses_without_touching_the_database(
     assert refused.value.message  # Korean, shown to the user
 
 
+@pytest.mark.parametrize(
+    ("role", "branch"),
+    [("planner", None), ("branch_manager", "BR-GN"), ("hq_analyst", None)],
+)
+def test_an_active_stakeholder_with_what_its_role_needs_may_query(role, branch):
+    assert policy.query_refusal(role=role, status="active", branch_id=branch) is None
+
+
+def test_a_branch_manager_without_a_branch_may_not_query_at_all():
+    for branch in (None, ""):
+        refusal = policy.query_refusal(role="branch_manager", status="active", branch_id=branch)
+        assert refusal.reason == "no_branch"
+
+
 def test_policy_refused_is_a_permission_error_so_views_answer_403():
     from django.core.exceptions import PermissionDenied
 

@@ -134,6 +134,21 @@ def test_a_suspended_stakeholder_is_403_insufficient_scope(server, world):
     assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
 
 
+def test_a_branch_manager_without_a_branch_is_403_insufficient_scope(
+    server, world, django_db_blocker
+):
+    manager = Stakeholder.objects.filter(stakeholder_id="KB-M-001")
+    with django_db_blocker.unblock():
+        manager.update(branch=None)
+    try:
+        response = server.post(call("지점 고객 목록"), world.tokens["KB-M-001"])
+    finally:
+        with django_db_blocker.unblock():
+            manager.update(branch_id="BR-GN")
+    assert response.status_code == 403
+    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+
+
 def test_a_tool_outside_the_delegation_is_403(server, world):
     response = server.post(call("담당 고객 목록"), world.no_tool_token)
     assert response.status_code == 403
