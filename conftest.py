@@ -43,14 +43,18 @@ def django_db_setup(
     django_db_createdb,
     django_db_modify_db_settings,
 ):
-    """pytest-django's setup, also preparing the default database for tests marked `db` that use
-    no `db` fixture: tests that share committed data with a real server process (tests.live)."""
-    from django.test.utils import setup_databases, teardown_databases
-    from pytest_django.fixtures import _get_databases_for_setup
+    """pytest-django's setup, also preparing the database for tests marked `db` that use no `db`
+    fixture: tests that share committed data with a real server process (tests.live).
 
-    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
-    if any(item.get_closest_marker("db") for item in request.session.items):
-        aliases.add("default")
+    There is one database ("default"); it is set up when any collected test is marked `db`, which
+    every `django_db` test is (pytest_collection_modifyitems above)."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    items = request.session.items
+    aliases = {"default"} if any(item.get_closest_marker("db") for item in items) else set()
+    markers = (item.get_closest_marker("django_db") for item in items)
+    serialized = any(marker and marker.kwargs.get("serialized_rollback") for marker in markers)
+    serialized_aliases = aliases if serialized else set()
     keepdb = django_db_keepdb and not django_db_createdb
     with django_db_blocker.unblock():
         config = setup_databases(

@@ -1,28 +1,17 @@
 """Every plan the parser emits must pass the data layer's validator (kb.plans.plan_parse).
 
-No database is touched; the test is skipped if kb.plans cannot be imported (no Django settings).
-"""
+No database is touched."""
 
 from __future__ import annotations
 
 import random
 
-import pytest
-
+from kb.plans import plan_parse
 from kb.selectai.vocabulary import vocabulary_from_csv
 from tests.kb.test_selectai_parser import CASES, DATA, parse
 
 
-@pytest.fixture(scope="module")
-def plan_parse():
-    try:
-        from kb.plans import plan_parse
-    except Exception as exc:  # ImproperlyConfigured, or the data layer is not there yet
-        pytest.skip(f"kb.plans unavailable: {exc}")
-    return plan_parse
-
-
-def test_parser_plans_pass_the_data_layer_validator(plan_parse):
+def test_parser_plans_pass_the_data_layer_validator():
     vocabulary = vocabulary_from_csv(DATA)
     rng = random.Random(3)
     words = [word for _, prompt, _ in CASES for word in prompt.split()]

@@ -29,7 +29,6 @@ RUN = ["initialize", "tools_call", "sse-retry"]
 NOT_APPLICABLE = {
     "elicitation-sep1034-client-defaults": "the client declares no elicitation capability",
 }
-OAUTH = "we use a pre-issued VPD bearer, not OAuth"
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +66,13 @@ def run_scenario(peers: PeerTools, scenario: str, output_dir: Path) -> tuple[lis
     return checks, output
 
 
-def test_every_client_scenario_is_either_run_or_skipped_for_a_reason(peers):
+def test_every_client_scenario_is_either_run_or_explained(peers):
     scenarios = client_scenarios(peers)
     assert set(RUN) <= set(scenarios)
     unexplained = [
         name
         for name in scenarios
-        if name not in RUN and name not in NOT_APPLICABLE and not name.startswith("auth/")
+        if name not in RUN and name not in NOT_APPLICABLE and not name.startswith("auth/")  # OAuth
     ]
     assert unexplained == [], f"new client scenarios to consider: {unexplained}"
 
@@ -85,8 +84,3 @@ def test_the_client_passes_the_conformance_scenario(peers, scenario, tmp_path):
     assert decisive, f"{scenario} ran no checks:\n{output[-2000:]}"
     failed = [check for check in decisive if check["status"] != "SUCCESS"]
     assert failed == [], json.dumps(failed, ensure_ascii=False, indent=1)[:4000]
-
-
-@pytest.mark.parametrize("scenario", [*NOT_APPLICABLE, "auth/*"])
-def test_scenarios_that_do_not_apply(scenario):
-    pytest.skip(f"{scenario}: {NOT_APPLICABLE.get(scenario, OAUTH)}")
