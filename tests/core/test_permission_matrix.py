@@ -21,7 +21,7 @@ from registry.declarations import validate_mcp_server
 from registry.models import ConsoleTurn, McpServer, TokenDelegation, ToolPin
 from registry.presets import write_token_presets
 from registry.services import delegation_issue, server_save
-from tests.registry.conftest import kb_declaration
+from tests.registry.conftest import custom_python_declaration, kb_declaration
 from tests.registry.fault_server import FaultServer, kb_tool, serving
 from tests.registry.test_admin import change_form_data
 
@@ -82,13 +82,7 @@ class World:
         self.kb, _ = server_save(declaration=validate_mcp_server(kb_declaration("kb_mcp")))
         self.spare, _ = server_save(
             declaration=validate_mcp_server(
-                {
-                    "id": "spare",
-                    "provider": "custom_python",
-                    "endpoint_url": "http://127.0.0.1:9/mcp",
-                    "default_tool": "rag.search",
-                    "tool_allowlist": ["rag.search"],
-                }
+                custom_python_declaration("spare", "http://127.0.0.1:9/mcp")
             )
         )
         pinning.tool_pin_check(

@@ -31,6 +31,41 @@ def kb_declaration(server_id: str = "kb_mcp", **overrides) -> dict:
     }
 
 
+def custom_python_declaration(
+    server_id: str = "local_rag_8500", endpoint_url: str = "http://127.0.0.1:8500/mcp", **overrides
+) -> dict:
+    """A third-party server: never sent a user's bearer."""
+    return {
+        "id": server_id,
+        "enabled": True,
+        "provider": "custom_python",
+        "transport": "streamable_http",
+        "endpoint_url": endpoint_url,
+        "default_tool": "rag.search",
+        "tool_allowlist": ["rag.search"],
+        "router_mode": "direct",
+        **overrides,
+    }
+
+
+def vector_declaration(
+    server_id: str = "kb_vector_mcp", endpoint_url: str = "http://127.0.0.1:8600/mcp", **overrides
+) -> dict:
+    """The KB's vector search: sent its own service token (KB_VECTOR_MCP_TOKEN), never a user's."""
+    return {
+        "id": server_id,
+        "enabled": True,
+        "provider": "kb_vector",
+        "transport": "streamable_http",
+        "endpoint_url": endpoint_url,
+        "token_env": "KB_VECTOR_MCP_TOKEN",
+        "default_tool": "kb.vector.search",
+        "tool_allowlist": ["kb.vector.search"],
+        "router_mode": "direct",
+        **overrides,
+    }
+
+
 def unique_id(prefix: str = "fault") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 

@@ -1,5 +1,3 @@
-import copy
-
 import pytest
 
 from registry.declarations import (
@@ -10,50 +8,13 @@ from registry.declarations import (
     validate_kb_mcp_server,
     validate_mcp_server,
 )
-
-KB_DECLARATION = {
-    "id": "kb_mcp",
-    "enabled": True,
-    "provider": "kb_vpd_streamable_http",
-    "transport": "streamable_http",
-    "base_url_env": "KB_MCP_BASE_URL",
-    "endpoint_path": "/mcp",
-    "auth_delivery": "per_request_vpd_bearer",
-    "timeout_seconds_env": "POC3_MCP_TIMEOUT_SECONDS",
-    "default_tool": "ords.query.kb_select_ai_vpd",
-    "tool_allowlist": ["ords.query.kb_select_ai_vpd"],
-    "router_mode": "direct",
-    "description": "KB VPD Select AI MCP",
-}
-VECTOR_DECLARATION = {
-    "id": "kb_vector_mcp",
-    "enabled": True,
-    "provider": "kb_vector",
-    "transport": "streamable_http",
-    "endpoint_url": "http://127.0.0.1:8600/mcp",
-    "token_env": "KB_VECTOR_MCP_TOKEN",
-    "default_tool": "kb.vector.search",
-    "tool_allowlist": ["kb.vector.search"],
-    "router_mode": "direct",
-}
-CUSTOM_PYTHON_DECLARATION = {
-    "id": "local_rag_8500",
-    "provider": "custom_python",
-    "transport": "streamable_http",
-    "endpoint_url": "http://127.0.0.1:8500/mcp",
-    "default_tool": "rag.search",
-    "tool_allowlist": ["rag.search"],
-}
-
-
-def kb(**changes) -> dict:
-    mapping = copy.deepcopy(KB_DECLARATION)
-    mapping.update(changes)
-    return mapping
+from tests.registry.conftest import custom_python_declaration, kb_declaration, vector_declaration
 
 
 def kb_endpoint(base_url: str) -> str:
-    return resolve_kb_mcp_endpoint(validate_kb_mcp_server(kb()), {"KB_MCP_BASE_URL": base_url})
+    return resolve_kb_mcp_endpoint(
+        validate_kb_mcp_server(kb_declaration()), {"KB_MCP_BASE_URL": base_url}
+    )
 
 
 def error_fields(exc: DeclarationError) -> set[str]:
@@ -61,10 +22,10 @@ def error_fields(exc: DeclarationError) -> set[str]:
 
 
 def test_the_seed_kb_declaration_is_valid():
-    declaration = validate_kb_mcp_server(kb())
+    declaration = validate_kb_mcp_server(kb_declaration())
     assert declaration.is_kb
     assert declaration.tool_allowlist == ("ords.query.kb_select_ai_vpd",)
-    assert declaration.as_mapping() == KB_DECLARATION
+    assert declaration.as_mapping() == kb_declaration()
 
 
 def test_the_base_url_alone_gives_the_kb_endpoint():
@@ -117,7 +78,7 @@ def test_hostile_or_wrong_base_urls_are_refused(base_url, reason):
 
 def test_an_unset_base_url_is_refused_by_name():
     with pytest.raises(EndpointError, match="KB_MCP_BASE_URL is not set"):
-        resolve_kb_mcp_endpoint(validate_kb_mcp_server(kb()), {})
+        resolve_kb_mcp_endpoint(validate_kb_mcp_server(kb_declaration()), {})
 
 
 def test_a_refused_url_does_not_echo_its_credentials():
@@ -132,14 +93,14 @@ def test_a_refused_url_does_not_echo_its_credentials():
 )
 def test_a_kb_declaration_carrying_a_url_or_token_fails_closed(forbidden):
     with pytest.raises(DeclarationError) as raised:
-        validate_kb_mcp_server(kb(**{forbidden: "https://elsewhere/mcp"}))
+        validate_kb_mcp_server(kb_declaration(**{forbidden: "https://elsewhere/mcp"}))
     assert forbidden in error_fields(raised.value)
     assert forbidden in str(raised.value)
 
 
 def test_a_kb_declaration_with_the_custom_python_provider_fails_closed():
     with pytest.raises(DeclarationError) as raised:
-        validate_mcp_server(kb(provider="custom_python"))
+        validate_mcp_server(kb_declaration(provider="custom_python"))
     assert "provider" in error_fields(raised.value)
 
 
@@ -160,39 +121,41 @@ def test_a_kb_declaration_with_the_custom_python_provider_fails_closed():
 )
 def test_a_broken_kb_declaration_names_the_field(changes, field):
     with pytest.raises(DeclarationError) as raised:
-        validate_kb_mcp_server(kb(**changes))
+        validate_kb_mcp_server(kb_declaration(**changes))
     assert field in error_fields(raised.value)
 
 
 def test_tool_names_follow_the_mcp_naming_rule():
     longest = "a" * 128
-    declaration = validate_kb_mcp_server(kb(tool_allowlist=[longest], default_tool=longest))
+    declaration = validate_kb_mcp_server(
+        kb_declaration(tool_allowlist=[longest], default_tool=longest)
+    )
     assert declaration.default_tool == longest
 
 
 def test_the_vector_declaration_loads_in_its_existing_format():
-    declaration = validate_mcp_server(VECTOR_DECLARATION)
+    declaration = validate_mcp_server(vector_declaration())
     assert isinstance(declaration, McpServerDeclaration)
     assert declaration.token_env == "KB_VECTOR_MCP_TOKEN"
     assert resolve_kb_mcp_endpoint(declaration, {}) == "http://127.0.0.1:8600/mcp"
 
 
 def test_the_custom_python_declaration_on_port_8500_still_loads():
-    declaration = validate_mcp_server(CUSTOM_PYTHON_DECLARATION)
+    declaration = validate_mcp_server(custom_python_declaration())
     assert declaration.provider == "custom_python"
     assert resolve_kb_mcp_endpoint(declaration, {}) == "http://127.0.0.1:8500/mcp"
 
 
 def test_a_legacy_token_env_must_be_a_variable_name_not_a_token_value():
     with pytest.raises(DeclarationError) as raised:
-        validate_mcp_server({**VECTOR_DECLARATION, "token_env": "vpd_live_abc.def"})
+        validate_mcp_server(vector_declaration(token_env="vpd_live_abc.def"))
     assert "token_env" in error_fields(raised.value)
     assert "vpd_live_abc" not in str(raised.value)
 
 
 def test_a_legacy_endpoint_url_must_be_https_unless_loopback():
     with pytest.raises(DeclarationError) as raised:
-        validate_mcp_server({**VECTOR_DECLARATION, "endpoint_url": "http://vector.example/mcp"})
+        validate_mcp_server(vector_declaration(endpoint_url="http://vector.example/mcp"))
     assert "endpoint_url" in error_fields(raised.value)
 
 

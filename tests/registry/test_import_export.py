@@ -4,11 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from registry.models import AllowedTool, McpServer
-from tests.registry.test_declarations import (
-    CUSTOM_PYTHON_DECLARATION,
-    KB_DECLARATION,
-    VECTOR_DECLARATION,
-)
+from tests.registry.conftest import custom_python_declaration, kb_declaration, vector_declaration
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +36,7 @@ def test_the_project_config_imports_all_three_servers(settings):
 
 
 def test_import_is_idempotent(tmp_path, capsys):
-    path = write(tmp_path, [KB_DECLARATION, VECTOR_DECLARATION])
+    path = write(tmp_path, [kb_declaration(), vector_declaration()])
     call_command("import_mcp_servers", path)
     first = database_snapshot()
     call_command("import_mcp_servers", path)
@@ -49,23 +45,23 @@ def test_import_is_idempotent(tmp_path, capsys):
 
 
 def test_one_bad_row_leaves_the_database_unchanged(tmp_path):
-    call_command("import_mcp_servers", write(tmp_path, [VECTOR_DECLARATION]))
+    call_command("import_mcp_servers", write(tmp_path, [vector_declaration()]))
     before = database_snapshot()
-    changed_vector = {**VECTOR_DECLARATION, "description": "changed"}
-    bad_kb = {**KB_DECLARATION, "token_env": "KB_TOKEN"}
+    changed_vector = vector_declaration(description="changed")
+    bad_kb = kb_declaration(token_env="KB_TOKEN")
     with pytest.raises(CommandError, match="nothing was imported"):
         call_command(
             "import_mcp_servers",
-            write(tmp_path, [changed_vector, CUSTOM_PYTHON_DECLARATION, bad_kb]),
+            write(tmp_path, [changed_vector, custom_python_declaration(), bad_kb]),
         )
     assert database_snapshot() == before
 
 
 def test_every_invalid_row_is_reported_with_its_id_and_field(tmp_path, capsys):
     rows = [
-        {**KB_DECLARATION, "endpoint_url": "https://x/mcp"},
-        {**VECTOR_DECLARATION, "endpoint_url": "http://remote.example/mcp"},
-        CUSTOM_PYTHON_DECLARATION,
+        kb_declaration(endpoint_url="https://x/mcp"),
+        vector_declaration(endpoint_url="http://remote.example/mcp"),
+        custom_python_declaration(),
     ]
     with pytest.raises(CommandError):
         call_command("import_mcp_servers", write(tmp_path, rows))
@@ -78,7 +74,7 @@ def test_every_invalid_row_is_reported_with_its_id_and_field(tmp_path, capsys):
 
 def test_a_duplicate_id_in_one_file_is_refused(tmp_path):
     with pytest.raises(CommandError):
-        call_command("import_mcp_servers", write(tmp_path, [KB_DECLARATION, KB_DECLARATION]))
+        call_command("import_mcp_servers", write(tmp_path, [kb_declaration(), kb_declaration()]))
     assert McpServer.objects.count() == 0
 
 
@@ -90,26 +86,24 @@ def test_a_file_that_is_not_json_is_a_clear_error(tmp_path):
 
 
 def test_import_updates_an_allowlist(tmp_path):
-    call_command("import_mcp_servers", write(tmp_path, [VECTOR_DECLARATION]))
-    widened = {
-        **VECTOR_DECLARATION,
-        "tool_allowlist": ["kb.vector.search", "kb.vector.fetch"],
-        "router_mode": "llm",
-    }
+    call_command("import_mcp_servers", write(tmp_path, [vector_declaration()]))
+    widened = vector_declaration(
+        tool_allowlist=["kb.vector.search", "kb.vector.fetch"], router_mode="llm"
+    )
     call_command("import_mcp_servers", write(tmp_path, [widened]))
     tools = McpServer.objects.get(server_id="kb_vector_mcp").allowed_tools
     assert set(tools.values_list("tool_name", flat=True)) == {"kb.vector.search", "kb.vector.fetch"}
 
 
 def test_export_round_trips_through_import(tmp_path, capsys):
-    rows = [KB_DECLARATION, VECTOR_DECLARATION, CUSTOM_PYTHON_DECLARATION]
+    rows = [kb_declaration(), vector_declaration(), custom_python_declaration()]
     call_command("import_mcp_servers", write(tmp_path, rows))
     capsys.readouterr()
     call_command("export_mcp_servers")
     exported = json.loads(capsys.readouterr().out)
     assert {row["id"] for row in exported["servers"]} == {r["id"] for r in rows}
     kb_row = next(row for row in exported["servers"] if row["id"] == "kb_mcp")
-    assert kb_row == KB_DECLARATION
+    assert kb_row == kb_declaration()
     before = database_snapshot()
     path = tmp_path / "exported.json"
     path.write_text(json.dumps(exported), encoding="utf-8")

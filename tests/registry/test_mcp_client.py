@@ -7,30 +7,13 @@ from registry import pinning, services
 from registry.declarations import KB_TOOL_NAME, EndpointError, validate_mcp_server
 from registry.mcp import contract, errors, transport
 from registry.tokens import MalformedToken
-from tests.registry.conftest import kb_declaration
+from tests.registry.conftest import custom_python_declaration, kb_declaration, vector_declaration
 from tests.registry.fault_server import kb_tool
 
 TOKEN = "hbvpd_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
 KB = validate_mcp_server(kb_declaration())
-RAG = validate_mcp_server(
-    {
-        "id": "local_rag_8500",
-        "provider": "custom_python",
-        "endpoint_url": "http://127.0.0.1:8500/mcp",
-        "default_tool": "rag.search",
-        "tool_allowlist": ["rag.search"],
-    }
-)
-VECTOR = validate_mcp_server(
-    {
-        "id": "kb_vector_mcp",
-        "provider": "kb_vector",
-        "endpoint_url": "http://127.0.0.1:8600/mcp",
-        "token_env": "KB_VECTOR_MCP_TOKEN",
-        "default_tool": "kb.vector.search",
-        "tool_allowlist": ["kb.vector.search"],
-    }
-)
+RAG = validate_mcp_server(custom_python_declaration())
+VECTOR = validate_mcp_server(vector_declaration())
 
 
 # --- headers -------------------------------------------------------------------------------------

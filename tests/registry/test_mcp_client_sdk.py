@@ -12,7 +12,12 @@ from mcp.server.mcpserver import MCPServer
 
 from registry import services
 from registry.mcp import errors
-from tests.registry.conftest import kb_call, unique_id
+from tests.registry.conftest import (
+    custom_python_declaration,
+    kb_call,
+    unique_id,
+    vector_declaration,
+)
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -77,35 +82,20 @@ def sdk_server():
 def vector(sdk_server, register, monkeypatch):
     monkeypatch.setenv("KB_VECTOR_MCP_TOKEN", SERVICE_TOKEN)
     return register(
-        {
-            "id": unique_id("kb_vector_mcp"),
-            "enabled": True,
-            "provider": "kb_vector",
-            "transport": "streamable_http",
-            "endpoint_url": sdk_server.url,
-            "token_env": "KB_VECTOR_MCP_TOKEN",
-            "default_tool": "kb.vector.search",
-            "tool_allowlist": ["kb.vector.search"],
-            "router_mode": "direct",
-            "description": "KB vector search MCP (document retrieval).",
-        }
+        vector_declaration(
+            unique_id("kb_vector_mcp"),
+            sdk_server.url,
+            description="KB vector search MCP (document retrieval).",
+        )
     )
 
 
 @pytest.fixture
 def rag(sdk_server, register):
     return register(
-        {
-            "id": unique_id("local_rag_8500"),
-            "enabled": True,
-            "provider": "custom_python",
-            "transport": "streamable_http",
-            "endpoint_url": sdk_server.url,
-            "default_tool": "rag.search",
-            "tool_allowlist": ["rag.search"],
-            "router_mode": "direct",
-            "description": "Local RAG MCP on port 8500.",
-        }
+        custom_python_declaration(
+            unique_id("local_rag_8500"), sdk_server.url, description="Local RAG MCP on port 8500."
+        )
     )
 
 

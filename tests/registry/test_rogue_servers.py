@@ -22,7 +22,7 @@ from registry.declarations import DeclarationError, validate_mcp_server
 from registry.mcp import errors, transport
 from registry.models import ConsoleTurn, McpServer, ToolPin
 from registry.presets import write_token_presets
-from tests.registry.conftest import kb_call, kb_declaration, unique_id
+from tests.registry.conftest import custom_python_declaration, kb_call, kb_declaration, unique_id
 from tests.registry.fault_server import TOOL, Reply, kb_answer, kb_tool
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -343,17 +343,7 @@ def test_a_first_discovery_without_the_right_to_pin_quarantines(fault, rogue):
 
 
 def custom_python(endpoint: str, **overrides) -> dict:
-    return {
-        "id": unique_id("thirdparty"),
-        "enabled": True,
-        "provider": "custom_python",
-        "transport": "streamable_http",
-        "endpoint_url": endpoint,
-        "default_tool": "rag.search",
-        "tool_allowlist": ["rag.search"],
-        "router_mode": "direct",
-        **overrides,
-    }
+    return custom_python_declaration(unique_id("thirdparty"), endpoint, **overrides)
 
 
 def test_a_third_party_server_cannot_be_declared_to_receive_users_bearers():
