@@ -1,10 +1,12 @@
-"""`manage.py kb_ask`, run as a real process against the live /mcp, with a preset file."""
+"""`manage.py kb_ask` against the live /mcp (a real server process), with a preset file."""
 
+import io
 import os
 import subprocess
 import sys
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
 from core.tokens import token_fingerprint
@@ -31,25 +33,19 @@ def presets(world, tmp_path):
     return path
 
 
-def kb_ask(*args, presets, base_url, extra_env=None):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
-        "DATABASE_URL": database_url_for_servers(),
-        "KB_MCP_BASE_URL": base_url,
-        "VPD_TOKEN_PRESETS_FILE": str(presets),
-        "POC3_MCP_TIMEOUT_SECONDS": "30",
-        **(extra_env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "manage.py", "kb_ask", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+@pytest.fixture
+def kb_ask(kb_mcp, presets, server, settings):
+    """kb_ask(*args) -> what the command printed; a refusal raises CommandError."""
+    settings.KB_MCP_BASE_URL = server.url
+    settings.VPD_TOKEN_PRESETS_FILE = presets
+    settings.POC3_MCP_TIMEOUT_SECONDS = 30
+
+    def ask(*args) -> str:
+        out = io.StringIO()
+        call_command("kb_ask", *args, stdout=out)
+        return out.getvalue()
+
+    return ask
 
 
 def last_console_event(stakeholder_id: str) -> AuditEvent:
@@ -60,10 +56,8 @@ def last_console_event(stakeholder_id: str) -> AuditEvent:
     )
 
 
-def test_the_planner_gets_a_table_of_their_customers(kb_mcp, presets, server, world):
-    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url=server.url)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+def test_the_planner_gets_a_table_of_their_customers(kb_ask, world):
+    out = kb_ask("--as", "KB-P-001", QUESTION)
     assert out.startswith("해석: ")
     assert "(customer_id)" in out  # id columns are shown, with their Korean labels
     shown = {c for c in world.visible_customers["KB-P-001"] if c in out}
@@ -72,7 +66,7 @@ def test_the_planner_gets_a_table_of_their_customers(kb_mcp, presets, server, wo
     assert not any(c in out for c in others)
     assert "request id" in out
     token = world.tokens["KB-P-001"]
-    assert token not in out and token not in result.stderr
+    assert token not in out
 
     event = last_console_event("KB-P-001")
     assert (event.action, event.outcome, event.http_status) == ("console.call", "allowed", 200)
@@ -87,66 +81,84 @@ def test_the_planner_gets_a_table_of_their_customers(kb_mcp, presets, server, wo
     assert AuditEvent.objects.filter(action="mcp.tools_call", request_id=event.request_id).exists()
 
 
-def test_the_limit_is_passed_and_clamped(kb_mcp, presets, server):
-    result = kb_ask(
-        "--as", "KB-M-001", "담당 고객 목록", "--limit", "2", presets=presets, base_url=server.url
-    )
-    assert result.returncode == 0, result.stderr
-    assert "limit 2 " in result.stdout
+def test_the_limit_is_passed_and_clamped(kb_ask):
+    assert "limit 2 " in kb_ask("--as", "KB-M-001", "담당 고객 목록", "--limit", "2")
     assert last_console_event("KB-M-001").row_count <= 2
 
 
-def test_a_suspended_user_is_told_they_have_no_permission(kb_mcp, presets, server, world):
-    result = kb_ask("--as", "KB-P-099", QUESTION, presets=presets, base_url=server.url)
-    assert result.returncode != 0
-    assert "이 사용자에게 조회 권한 없음" in result.stderr
-    assert world.tokens["KB-P-099"] not in result.stdout + result.stderr
+def test_a_suspended_user_is_told_they_have_no_permission(kb_ask, world):
+    with pytest.raises(CommandError, match="이 사용자에게 조회 권한 없음") as refused:
+        kb_ask("--as", "KB-P-099", QUESTION)
+    assert world.tokens["KB-P-099"] not in str(refused.value)
     event = last_console_event("KB-P-099")
     assert (event.outcome, event.http_status, event.detail) == ("forbidden", 403, "forbidden")
 
 
-def test_a_forged_token_is_told_it_is_invalid_or_expired(kb_mcp, presets, server):
-    result = kb_ask("--as", "KB-X-FORGED", QUESTION, presets=presets, base_url=server.url)
-    assert result.returncode != 0
-    assert "토큰이 유효하지 않거나 만료됨" in result.stderr
-    assert FORGED not in result.stdout + result.stderr
+def test_a_forged_token_is_told_it_is_invalid_or_expired(kb_ask):
+    with pytest.raises(CommandError, match="토큰이 유효하지 않거나 만료됨") as refused:
+        kb_ask("--as", "KB-X-FORGED", QUESTION)
+    assert FORGED not in str(refused.value)
     assert last_console_event("KB-X-FORGED").outcome == "unauthenticated"
 
 
-def test_a_preset_file_others_can_read_is_refused_and_nothing_is_sent(kb_mcp, presets, server):
+def test_a_preset_file_others_can_read_is_refused_and_nothing_is_sent(kb_ask, presets):
     presets.chmod(0o644)
     before = AuditEvent.objects.filter(action__startswith="mcp.").count()
-    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url=server.url)
-    assert result.returncode != 0
-    assert "chmod 600" in result.stderr
+    with pytest.raises(CommandError, match="chmod 600"):
+        kb_ask("--as", "KB-P-001", QUESTION)
     assert AuditEvent.objects.filter(action__startswith="mcp.").count() == before
 
 
-def test_a_stakeholder_without_a_preset_is_refused_before_anything_is_sent(kb_mcp, presets, server):
+def test_a_stakeholder_without_a_preset_is_refused_before_anything_is_sent(kb_ask):
     before = AuditEvent.objects.filter(action__startswith="mcp.").count()
-    result = kb_ask("--as", "KB-P-404", QUESTION, presets=presets, base_url=server.url)
-    assert result.returncode != 0
-    assert "이 관계자의 토큰 프리셋이 없습니다." in result.stderr
+    with pytest.raises(CommandError, match="이 관계자의 토큰 프리셋이 없습니다."):
+        kb_ask("--as", "KB-P-404", QUESTION)
     assert AuditEvent.objects.filter(action__startswith="mcp.").count() == before
     refusal = AuditEvent.objects.filter(action="console.call").order_by("-sequence").first()
     assert (refusal.detail, refusal.outcome) == ("unknown_stakeholder", "error")
 
 
-def test_without_kb_mcp_base_url_it_says_the_server_address_is_not_set(kb_mcp, presets):
-    result = kb_ask("--as", "KB-P-001", QUESTION, presets=presets, base_url="")
-    assert result.returncode != 0
-    assert "MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다." in result.stderr
+def test_without_kb_mcp_base_url_it_says_the_server_address_is_not_set(
+    kb_ask, settings, monkeypatch
+):
+    settings.KB_MCP_BASE_URL = ""
+    monkeypatch.delenv("KB_MCP_BASE_URL", raising=False)
+    with pytest.raises(CommandError, match="MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다."):
+        kb_ask("--as", "KB-P-001", QUESTION)
 
 
-def test_discover_lists_the_servers_tools(kb_mcp, presets, server):
-    result = kb_ask("--as", "KB-H-001", "--discover", presets=presets, base_url=server.url)
-    assert result.returncode == 0, result.stderr
-    assert "프로토콜 버전: 2025-11-25" in result.stdout
-    assert "ords.query.kb_select_ai_vpd" in result.stdout
-    assert "세션 발급: 아니요" in result.stdout
+def test_discover_lists_the_servers_tools(kb_ask):
+    out = kb_ask("--as", "KB-H-001", "--discover")
+    assert "프로토콜 버전: 2025-11-25" in out
+    assert "ords.query.kb_select_ai_vpd" in out
+    assert "세션 발급: 아니요" in out
     event = last_console_event("KB-H-001")
     assert (event.action, event.outcome, event.rpc_method) == (
         "console.discover",
         "allowed",
         "tools/list",
     )
+
+
+def test_from_a_terminal_a_refusal_exits_non_zero_with_only_the_message(kb_mcp, presets, server):
+    # A real process: the exit status and stderr are what a shell sees, which call_command hides.
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hyperbook.settings.test",
+        "DATABASE_URL": database_url_for_servers(),
+        "KB_MCP_BASE_URL": server.url,
+        "VPD_TOKEN_PRESETS_FILE": str(presets),
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "kb_ask", "--as", "KB-X-FORGED", QUESTION],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "토큰이 유효하지 않거나 만료됨" in result.stderr
+    assert FORGED not in result.stderr and "Traceback" not in result.stderr
