@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
 
-.PHONY: run test lint format bench clean chromium
+.PHONY: run test test-fast lint format bench clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ chromium:
 test: lint chromium
 	$(BIN)/pytest
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m db
+
+# In-process tests on SQLite only: no server, subprocess, worker, browser or bulk data (`slow`).
+test-fast: $(VENV)/.installed
+	$(BIN)/pytest -q -m "not slow" -n 2
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -30,7 +30,9 @@ class MemorySink:
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def of_kind(self, kind: str = "audit_event") -> dict[str, dict]:
         """The memories of one kind (audit events, or signed checkpoints), by id."""

@@ -85,6 +85,7 @@ def test_appends_from_several_threads_never_fork_the_chain_or_skip_a_sequence():
     assert_one_whole_chain(4 * BATCHES * BATCH)
 
 
+@pytest.mark.slow
 def test_appends_from_several_processes_never_fork_the_chain_or_skip_a_sequence(tmp_path):
     env = {
         **os.environ,

@@ -118,6 +118,7 @@ def test_ocsf_maps_to_api_activity_and_keeps_the_chain_in_unmapped():
         assert event_hash(unmapped) == unmapped["hash"]
 
 
+@pytest.mark.slow  # 100,000 rows
 def test_an_export_of_100000_events_streams_in_bounded_memory():
     # Rows written straight in (hashes not chained: this is about memory, and chaining 100,000
     # events through the append path costs half a minute); a checkpoint over them ends the range.

@@ -84,6 +84,7 @@ def run_settings(module: str, env: dict) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # a fresh process per settings module
 def test_production_settings_fail_loudly_without_secrets(tmp_path):
     result = run_settings("hyperbook.settings.production", {"HYPERBOOK_VAR_DIR": str(tmp_path)})
     assert result.returncode != 0
@@ -91,6 +92,7 @@ def test_production_settings_fail_loudly_without_secrets(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow  # a fresh process per settings module
 def test_production_settings_read_secrets_from_files(tmp_path):
     (tmp_path / "sk").write_text("s" * 50)
     (tmp_path / "fk").write_text("f" * 50)
@@ -113,6 +115,7 @@ def test_production_settings_read_secrets_from_files(tmp_path):
         assert missing.removesuffix("_FILE") in result.stderr
 
 
+@pytest.mark.slow  # a fresh process per settings module
 def test_local_settings_generate_owner_only_secrets_once(tmp_path):
     first = run_settings("hyperbook.settings.local", {"HYPERBOOK_VAR_DIR": str(tmp_path)})
     second = run_settings("hyperbook.settings.local", {"HYPERBOOK_VAR_DIR": str(tmp_path)})

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from kb import catalogue
 from kb.answers import ANSWER_JSON_SCHEMA
 from kb.plans import ENTITIES
@@ -13,6 +15,7 @@ from registry import declarations
 from registry.mcp import contract
 
 
+@pytest.mark.slow
 def test_the_catalogue_imports_nothing_from_django():
     code = (
         "import sys, kb.catalogue, kb.selectai.wording;"
