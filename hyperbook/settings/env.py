@@ -21,11 +21,22 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer") from exc
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def env_bool(name: str, default: bool = False) -> bool:
+    """A typo is an error, not False: `SECURE_SSL_REDIRECT=ture` must not turn the redirect off."""
     raw = env_str(name).lower()
     if not raw:
         return default
-    return raw in {"1", "true", "yes", "on"}
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name} must be one of 1/true/yes/on or 0/false/no/off, not {raw!r}"
+    )
 
 
 def env_list(name: str, default: list[str] | None = None) -> list[str]:

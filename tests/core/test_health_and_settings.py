@@ -5,8 +5,10 @@ import sys
 import time
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from audit.signed_note import Signer
+from hyperbook.settings.env import env_bool
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +130,17 @@ def test_local_settings_generate_owner_only_secrets_once(tmp_path):
     signer_file = tmp_path / "audit_signing_key"
     assert stat.S_IMODE(signer_file.stat().st_mode) == 0o600
     assert Signer.from_text(signer_file.read_text()).name == "hyperbook.local/audit"
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"), [("1", True), (" Yes ", True), ("off", False), ("", None)]
+)
+def test_a_boolean_setting_reads_the_usual_spellings(monkeypatch, raw, value):
+    monkeypatch.setenv("HB_TEST_FLAG", raw)
+    assert env_bool("HB_TEST_FLAG", default=None) is value
+
+
+def test_a_boolean_setting_with_a_typo_is_an_error_naming_it(monkeypatch):
+    monkeypatch.setenv("SECURE_SSL_REDIRECT", "ture")
+    with pytest.raises(ImproperlyConfigured, match="SECURE_SSL_REDIRECT must be one of"):
+        env_bool("SECURE_SSL_REDIRECT")
