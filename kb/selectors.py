@@ -25,9 +25,8 @@ _stakeholder_by_id = CompiledLookup(
 
 
 def kb_as_of_date() -> dt.date:
-    raw = getattr(settings, "KB_AS_OF_DATE", "") or "2026-06-30"
     try:
-        return dt.date.fromisoformat(str(raw))
+        return dt.date.fromisoformat(settings.KB_AS_OF_DATE)
     except ValueError as exc:
         raise ImproperlyConfigured("KB_AS_OF_DATE must be a date written YYYY-MM-DD") from exc
 

@@ -222,7 +222,7 @@ MCP_AUTH_FAILURE_LIMIT = env_str("MCP_AUTH_FAILURE_LIMIT", "20/minute")  # per c
 
 # KB data layer: relative periods resolve against this date; KB reads on PostgreSQL run as this
 # NOLOGIN, NOBYPASSRLS role (SET LOCAL ROLE), so row-level security holds for any login role.
-KB_AS_OF_DATE = env_str("KB_AS_OF_DATE", "2026-06-30")
+KB_AS_OF_DATE = env_str("KB_AS_OF_DATE") or "2026-06-30"  # the demo data's "today"
 KB_DB_READER_ROLE = env_str("KB_DB_READER_ROLE", "hyperbook_kb_reader")
 # At start-up on PostgreSQL: "refuse" (production) or "warn" when KB_DB_READER_ROLE or the login
 # role is a superuser or BYPASSRLS, so that row-level security would not hold the KB rows.

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
-AS_OF = dt.date(2026, 6, 30)
+AS_OF = dt.date(2026, 6, 30)  # settings.KB_AS_OF_DATE: the truth the tests compute against
 
 
 @cache

@@ -18,9 +18,9 @@ import pytest
 
 from kb.selectai.parser import CUSTOMER_DETAIL_FIELDS, FIELDS, parse_prompt
 from kb.selectai.vocabulary import vocabulary_from_csv
+from tests.kb.conftest import AS_OF
 
 DATA = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
-AS_OF = dt.date(2026, 6, 30)
 REQUIRED_ACCURACY = 0.95
 
 

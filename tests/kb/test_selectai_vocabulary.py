@@ -12,9 +12,9 @@ from kb.selectai.dates import Period, add_months, describe
 from kb.selectai.numbers import english_number, native_korean_number, sino_korean_number
 from kb.selectai.parser import parse_prompt
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_csv, vocabulary_from_rows
+from tests.kb.conftest import AS_OF
 
 DATA = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
-AS_OF = dt.date(2026, 6, 30)
 
 PRODUCTS = [
     {"product_code": "AUTO-01", "product_name": "KB다이렉트 자동차보험", "category": "자동차"},

@@ -16,6 +16,7 @@ from kb.plans import ENTITIES, PlanError
 from kb.policy import Mask, PolicyRefused, check_stakeholder_allowed, column_mask, mask_value
 from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute_plan
+from tests.kb.conftest import AS_OF
 
 
 def test_the_policy_knows_every_field_a_plan_can_name_and_nothing_more():
@@ -136,6 +137,10 @@ def test_every_answer_matches_the_published_json_schema(kb, plan, stakeholder_id
     jsonschema.validate(json.loads(json.dumps(answer)), ANSWER_JSON_SCHEMA)
     assert answer["row_count"] == len(answer["rows"]) > 0
     assert [c["name"] for c in answer["columns"]] == list(answer["rows"][0])
+
+
+def test_the_as_of_date_the_tests_compute_against_is_the_configured_one():
+    assert kb_as_of_date() == AS_OF
 
 
 def test_the_as_of_date_comes_from_settings(kb, settings):
