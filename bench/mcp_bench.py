@@ -12,7 +12,7 @@
 What runs (everything on 127.0.0.1, bounded, cleaned up at the end):
   * a throwaway SQLite database in a temp dir (or, with --postgres URL, a throwaway PostgreSQL
     database on that server): `manage.py migrate`, then one stakeholder and one
-    delegation (via `manage.py load_kb_demo` when that command exists, else one Stakeholder row);
+    delegation (`manage.py load_kb_demo`, then one delegation for KB-P-001);
   * "ours": `uvicorn hyperbook.asgi:application` (1 worker, --no-access-log), our gate + the SDK's
     low-level Server, MCP_RATE_LIMIT set so high that the rate limiter never refuses;
   * "bare": `mcp.server.mcpserver.MCPServer(stateless_http=True, json_response=True)`, SDK logging
@@ -21,8 +21,9 @@ What runs (everything on 127.0.0.1, bounded, cleaned up at the end):
   * the load: authenticated POSTs of `tools/list` and `tools/call` (MCP-Protocol-Version
     2025-11-25) with 1 and 8 keep-alive connections, by `wrk` when installed, else by a Python
     asyncio keep-alive client (labelled as such; its numbers are lower-bounded by its own cost).
-Servers are pinned to core 0 and the load generator to core 1 (taskset), as in
-docs/performance.md. Numbers are only comparable within one run: read the ratios.
+Servers are pinned to core 0 and the load generator to core 1 (taskset); bench/README.md says
+how to read the output, README.md's Performance section has reference figures. Numbers are only
+comparable within one run: read the ratios.
 """
 
 from __future__ import annotations
@@ -90,9 +91,8 @@ def bare_app():
 def ours_app():
     """uvicorn --factory mcp_bench:ours_app — hyperbook.asgi:application with stand-ins.
 
-    Only used when a KB module /mcp imports is not there yet (MCP_BENCH_STUBS=answers) or for
-    the labelled "ours[stub-engine]" rows (MCP_BENCH_STUBS=engine): the gate, the SDK and the
-    DB-thread hop are the real ones; only kb.answers / kb.answering are replaced.
+    Only used for the labelled "ours[stub-engine]" rows (MCP_BENCH_STUBS=engine): the gate, the
+    SDK and the DB-thread hop are the real ones; only kb.answering is replaced.
     """
     import types
 
@@ -100,10 +100,6 @@ def ours_app():
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperbook.settings.test")
     stubs = set(filter(None, os.environ.get("MCP_BENCH_STUBS", "").split(",")))
-    if "answers" in stubs:
-        module = types.ModuleType("kb.answers")
-        module.ANSWER_JSON_SCHEMA = {"type": "object"}
-        sys.modules["kb.answers"] = module
     if "engine" in stubs:
         module = types.ModuleType("kb.answering")
 
@@ -332,11 +328,9 @@ class Bench:
         self.notes.append(
             f"database: throwaway "
             f"{'PostgreSQL ' + self.postgres_database if self.postgres_database else 'SQLite'} "
-            f"(temp dir {self.tmp}; {prepared['source']}; "
+            f"(temp dir {self.tmp}; manage.py load_kb_demo; "
             f"stakeholder {prepared['stakeholder']}, {time.monotonic() - started:.1f} s)"
         )
-        if prepared.get("note"):
-            self.notes.append(prepared["note"])
 
     def start_server(
         self,
@@ -521,31 +515,15 @@ class Bench:
 
         self.prepare_database()
 
-        answers_there = _module_exists("kb", "answers")
-        engine_there = _module_exists("kb", "answering")
-        ours_stubs = "" if answers_there else "answers"
-        stub_engine = args.stub_engine == "yes" or (args.stub_engine == "auto" and not engine_there)
-        if not answers_there:
-            self.notes.append(
-                "kb/answers.py is missing: ours runs with a stand-in kb.answers "
-                "(ANSWER_JSON_SCHEMA = {'type': 'object'}); everything else is the real /mcp"
-            )
-        if not engine_there and "tools/call" in methods:
-            self.notes.append(
-                "kb/answering.py (the KB engine) is missing: 'ours' tools/call runs the real path "
-                "and every call ends in the tool-error branch (see errors column)"
-            )
-
         if "bare" in wanted:
             self.start_server("bare", "bare")
         if "ours" in wanted:
-            self.start_server("ours", "ours", stubs=ours_stubs)
-        if "ours" in wanted and stub_engine and "tools/call" in methods:
-            stubs = ",".join(filter(None, [ours_stubs, "engine"]))
+            self.start_server("ours", "ours")
+        if "ours" in wanted and args.stub_engine == "yes" and "tools/call" in methods:
             self.start_server(
                 "ours",
                 "ours[stub-engine]",
-                stubs=stubs,
+                stubs="engine",
                 note="kb.answering.answer_question replaced by a function returning the bare "
                 "server's fixed answer (still called through the DB thread), to compare the "
                 "gate + SDK overhead on tools/call",
@@ -554,7 +532,6 @@ class Bench:
             self.start_server(
                 "ours",
                 "ours[no-audit]",
-                stubs=ours_stubs,
                 env_extra={"AUDIT_MCP_REQUESTS": "0"},
                 note="AUDIT_MCP_REQUESTS=0: the same /mcp without the per-request audit event "
                 "(shows what the audit write costs; not a deployable configuration)",
@@ -562,15 +539,12 @@ class Bench:
         for variant in args.variant:
             name, _, assignments = variant.partition(":")
             env = dict(a.split("=", 1) for a in assignments.split(",") if "=" in a)
-            self.start_server(
-                "ours", f"ours[{name}]", stubs=ours_stubs, env_extra=env, note=f"env {env}"
-            )
+            self.start_server("ours", f"ours[{name}]", env_extra=env, note=f"env {env}")
         for source in args.source:
             name, _, directory = source.partition("=")
             self.start_server(
                 "ours",
                 f"ours[{name}]",
-                stubs=ours_stubs,
                 root=Path(directory).resolve(),
                 note=f"the same /mcp served from the source tree {directory}",
             )
@@ -703,11 +677,6 @@ class Bench:
 
 def _runs(server: ServerProcess, method: str) -> bool:
     return not (server.label == "ours[stub-engine]" and method != "tools/call")
-
-
-def _module_exists(package: str, name: str) -> bool:
-    base = ROOT / package
-    return (base / f"{name}.py").exists() or (base / name / "__init__.py").exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -945,45 +914,20 @@ def _prepare_database() -> None:
     django.setup()
     from datetime import timedelta
 
-    from django.core.management import call_command, get_commands
+    from django.core.management import call_command
     from django.utils import timezone
 
-    from kb.models import Branch, Stakeholder
+    from kb.models import Stakeholder
     from registry.services import delegation_issue
 
-    source, note = "one Stakeholder row created directly", ""
-    if "load_kb_demo" in get_commands():
-        try:
-            call_command("load_kb_demo", verbosity=0)
-            source = "manage.py load_kb_demo"
-        except Exception as exc:  # a half-finished loader must not stop the bench
-            note = f"load_kb_demo failed ({type(exc).__name__}: {exc}); created one row instead"
-    stakeholder = (
-        Stakeholder.objects.filter(stakeholder_id="KB-P-001", status="active").first()
-        or Stakeholder.objects.filter(role="planner", status="active").order_by("pk").first()
-    )
-    if stakeholder is None:
-        branch, _ = Branch.objects.get_or_create(
-            branch_id="BENCH-B01", defaults={"branch_name": "벤치 지점", "region": "서울"}
-        )
-        stakeholder = Stakeholder.objects.create(
-            stakeholder_id="BENCH-P-001",
-            name="벤치 설계사",
-            role=Stakeholder.Role.PLANNER,
-            branch=branch,
-            status=Stakeholder.Status.ACTIVE,
-        )
+    call_command("load_kb_demo", verbosity=0)
+    stakeholder = Stakeholder.objects.get(stakeholder_id="KB-P-001")
     _, token = delegation_issue(
         stakeholder=stakeholder,
         agent_name="mcp bench",
         expires_at=timezone.now() + timedelta(days=1),
     )
-    prepared = {
-        "token": token,
-        "stakeholder": stakeholder.stakeholder_id,
-        "source": source,
-        "note": note,
-    }
+    prepared = {"token": token, "stakeholder": stakeholder.stakeholder_id}
     print(RESULT_PREFIX + json.dumps(prepared), flush=True)
 
 
@@ -1130,9 +1074,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--stub-engine",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="add 'ours[stub-engine]' tools/call rows (auto: when kb/answering.py is missing)",
+        choices=("yes", "no"),
+        default="no",
+        help="add 'ours[stub-engine]' tools/call rows: the engine replaced by a fixed answer",
     )
     parser.add_argument(
         "--with-no-audit",

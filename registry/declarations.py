@@ -30,7 +30,6 @@ DEFAULT_TIMEOUT_ENV = "POC3_MCP_TIMEOUT_SECONDS"
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 SERVER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
-ENDPOINT_PATH_RE = re.compile(r"^/[A-Za-z0-9_.\-/]{0,255}$")
 # A service credential lives in a variable named for it, never in one of hyperbook's own secrets
 # (DJANGO_SECRET_KEY, EGS2_MEMORY_API_TOKEN, …) that an admin could otherwise send to a server.
 SERVICE_TOKEN_ENV_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,110}_MCP(_ACCESS)?_TOKEN$")
