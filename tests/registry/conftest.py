@@ -13,19 +13,26 @@ from tests.mcpserver.conftest import server, world  # noqa: F401  (re-exported f
 from tests.registry.fault_server import FaultServer, RecordingServer, serving
 
 
-def kb_declaration(server_id: str = "kb_mcp", **overrides) -> dict:
+def declaration(server_id: str, provider: str, tool: str) -> dict:
+    """What every server declaration has (as config/mcp_servers.json writes it), allowing `tool`."""
     return {
         "id": server_id,
         "enabled": True,
-        "provider": "kb_vpd_streamable_http",
+        "provider": provider,
         "transport": "streamable_http",
+        "default_tool": tool,
+        "tool_allowlist": [tool],
+        "router_mode": "direct",
+    }
+
+
+def kb_declaration(server_id: str = "kb_mcp", **overrides) -> dict:
+    return {
+        **declaration(server_id, "kb_vpd_streamable_http", KB_TOOL_NAME),
         "base_url_env": "KB_MCP_BASE_URL",
         "endpoint_path": "/mcp",
         "auth_delivery": "per_request_vpd_bearer",
         "timeout_seconds_env": "POC3_MCP_TIMEOUT_SECONDS",
-        "default_tool": KB_TOOL_NAME,
-        "tool_allowlist": [KB_TOOL_NAME],
-        "router_mode": "direct",
         "description": "KB VPD Select AI MCP (tests)",
         **overrides,
     }
@@ -36,14 +43,8 @@ def custom_python_declaration(
 ) -> dict:
     """A third-party server: never sent a user's bearer."""
     return {
-        "id": server_id,
-        "enabled": True,
-        "provider": "custom_python",
-        "transport": "streamable_http",
+        **declaration(server_id, "custom_python", "rag.search"),
         "endpoint_url": endpoint_url,
-        "default_tool": "rag.search",
-        "tool_allowlist": ["rag.search"],
-        "router_mode": "direct",
         **overrides,
     }
 
@@ -53,15 +54,9 @@ def vector_declaration(
 ) -> dict:
     """The KB's vector search: sent its own service token (KB_VECTOR_MCP_TOKEN), never a user's."""
     return {
-        "id": server_id,
-        "enabled": True,
-        "provider": "kb_vector",
-        "transport": "streamable_http",
+        **declaration(server_id, "kb_vector", "kb.vector.search"),
         "endpoint_url": endpoint_url,
         "token_env": "KB_VECTOR_MCP_TOKEN",
-        "default_tool": "kb.vector.search",
-        "tool_allowlist": ["kb.vector.search"],
-        "router_mode": "direct",
         **overrides,
     }
 
