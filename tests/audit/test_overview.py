@@ -110,8 +110,7 @@ def test_the_event_list_links_to_the_overview(client, auditor):
 
 
 def test_only_those_who_may_read_the_audit_log_see_the_overview(client, history):
-    staff = User.objects.create_user("staff", password="pw-staff-1", is_staff=True)
-    client.force_login(staff)
+    client.force_login(User.objects.create_user("staff", password="pw-1", is_staff=True))
     assert client.get("/admin/audit/auditevent/overview/").status_code == 403
 
 

@@ -40,14 +40,25 @@ def pages_site(world, tmp_path_factory, django_db_blocker):
         yield url
 
 
-def logged_in(browser, url: str, username: str, language: str):  # noqa: F811
+def logged_in(browser, url: str, username: str, language: str, path: str):  # noqa: F811
+    """A page logged in as `username`, its browser speaking `language`, opened at `path`."""
     page = browser.new_page(locale=LANGUAGES[language], viewport={"width": 1280, "height": 900})
-    page.goto(f"{url}/admin/login/")
+    page.goto(f"{url}/admin/login/?next={path}")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
     page.wait_for_selector("#content")
     return page
+
+
+def filled(page, fields: dict[str, str]) -> None:
+    """Fill the form's fields by name: a choice for a select, text for anything else."""
+    for name, value in fields.items():
+        field = page.locator(f"[name={name}]")
+        if field.evaluate("element => element.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
 
 
 def shot(page, name: str, mask=()):
@@ -62,8 +73,9 @@ def shot(page, name: str, mask=()):
 @pytest.mark.parametrize("language", list(LANGUAGES))
 @pytest.mark.parametrize("username", ["pages-admin", "pages-auditor"])
 def test_the_access_page_counts_what_the_csv_files_say(pages_site, browser, username, language):  # noqa: F811
-    page = logged_in(browser, pages_site, username, language)
-    page.goto(f"{pages_site}/admin/registry/tokendelegation/access/KB-M-001/")
+    page = logged_in(
+        browser, pages_site, username, language, "/admin/registry/tokendelegation/access/KB-M-001/"
+    )
     counts = tuple(
         int(t.replace(",", "")) for t in page.locator("#access-counts td.count").all_inner_texts()
     )
@@ -84,8 +96,7 @@ def test_the_access_page_counts_what_the_csv_files_say(pages_site, browser, user
 @pytest.mark.parametrize("language", list(LANGUAGES))
 @pytest.mark.parametrize("username", ["pages-admin", "pages-auditor"])
 def test_the_audit_overview_draws_its_counts(pages_site, browser, username, language):  # noqa: F811
-    page = logged_in(browser, pages_site, username, language)
-    page.goto(f"{pages_site}/admin/audit/auditevent/overview/")
+    page = logged_in(browser, pages_site, username, language, "/admin/audit/auditevent/overview/")
     page.wait_for_selector("#overview-hours")
     listed = {
         link.get_attribute("href"): int(link.get_attribute("data-value"))
@@ -104,11 +115,9 @@ def test_the_audit_overview_draws_its_counts(pages_site, browser, username, lang
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
 def test_the_console_draws_a_grouped_answer_as_bars_of_its_numbers(pages_site, browser, language):  # noqa: F811
-    page = logged_in(browser, pages_site, "pages-admin", language)
-    page.goto(f"{pages_site}/admin/registry/consoleturn/")
+    page = logged_in(browser, pages_site, "pages-admin", language, "/admin/registry/consoleturn/")
     page.select_option("select[name=server]", "kb_mcp")
-    page.select_option("select[name=stakeholder]", "KB-M-001")
-    page.fill("textarea[name=prompt]", "상품별 계약 건수")
+    filled(page, {"stakeholder": "KB-M-001", "prompt": "상품별 계약 건수"})
     page.click("#call")
     page.wait_for_selector("#answer-chart svg")
     headers = page.locator("#answer thead th").evaluate_all("ths => ths.map(t => t.dataset.column)")
@@ -130,10 +139,10 @@ def test_the_console_draws_a_grouped_answer_as_bars_of_its_numbers(pages_site, b
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
 def test_the_agent_set_up_page_has_a_copy_button_for_each_client(pages_site, browser, language):  # noqa: F811
-    page = logged_in(browser, pages_site, "pages-admin", language)
-    page.goto(f"{pages_site}/admin/registry/tokendelegation/add/")
-    page.select_option("select[name=stakeholder]", "KB-P-001")
-    page.fill("input[name=agent_name]", f"browser {language}")
+    page = logged_in(
+        browser, pages_site, "pages-admin", language, "/admin/registry/tokendelegation/add/"
+    )
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": f"browser {language}"})
     page.click("input[type=submit]")
     page.wait_for_selector("#setup-vscode")
     token = page.inner_text("#issued-token").strip()

@@ -90,19 +90,13 @@ def test_the_issued_page_fills_each_agent_with_this_servers_url_and_the_token(pl
     assert claude["env"] == {CLAUDE_AUTH_VARIABLE: authorization}
 
     inspector = shlex.split(shown(body, "inspector"))
-    assert inspector == [
-        "npx",
-        "-y",
-        INSPECTOR_PACKAGE,
-        "--cli",
-        url,
-        "--transport",
-        "http",
-        "--header",
-        f"Authorization: {authorization}",
-        "--method",
-        "tools/list",
-    ]
+    assert inspector[:5] == ["npx", "-y", INSPECTOR_PACKAGE, "--cli", url]
+    options = dict(zip(inspector[5::2], inspector[6::2], strict=True))
+    assert options == {
+        "--transport": "http",
+        "--header": f"Authorization: {authorization}",
+        "--method": "tools/list",
+    }
     # Each has a copy button, worked by a script file (the CSP allows no inline script).
     for key in ("vscode", "claude", "inspector"):
         assert f'data-copy="setup-{key}"' in body

@@ -166,12 +166,16 @@ def bars(body: str) -> dict[str, float]:
     }
 
 
-def test_a_grouped_answer_is_drawn_as_bars_of_its_own_numbers(console, django_db_blocker):
+def asked(console, django_db_blocker, stakeholder: str, prompt: str):
+    """(the page, the turn it shows) for one call through the console."""
     client, user = console
     with django_db_blocker.unblock():
-        body = post(client, stakeholder="KB-M-001", prompt="상품별 계약 건수", action="call")
-        body = body.content.decode()
-        turn = ConsoleTurn.objects.filter(user=user).first()
+        body = post(client, stakeholder=stakeholder, prompt=prompt, action="call").content.decode()
+        return body, ConsoleTurn.objects.filter(user=user).first()
+
+
+def test_a_grouped_answer_is_drawn_as_bars_of_its_own_numbers(console, django_db_blocker):
+    body, turn = asked(console, django_db_blocker, "KB-M-001", "상품별 계약 건수")
     columns = [c["name"] for c in turn.rendered["columns"]]
     hint = turn.rendered["chart"]
     assert hint["kind"] == "bar"
@@ -186,11 +190,7 @@ def test_a_grouped_answer_is_drawn_as_bars_of_its_own_numbers(console, django_db
 
 
 def test_a_monthly_answer_is_a_line(console, django_db_blocker):
-    client, user = console
-    with django_db_blocker.unblock():
-        body = post(client, stakeholder="KB-P-001", prompt="월별 보험료 합계", action="call")
-        body = body.content.decode()
-        turn = ConsoleTurn.objects.filter(user=user).first()
+    body, turn = asked(console, django_db_blocker, "KB-P-001", "월별 보험료 합계")
     assert turn.rendered["chart"]["kind"] == "line", turn.rendered.get("interpretation")
     points = re.findall(r'<circle [^>]*data-label="([^"]+)" data-value="([\d.]+)"', body)
     assert points == sorted(points) and len(points) == len(turn.rendered["rows"])
