@@ -296,7 +296,7 @@ def overview_chart(overview) -> str:
         )
         for outcome, counts in overview.by_outcome.items()
     ]
-    labels = [hour.strftime("%H시") for hour in overview.hours]
+    labels = [_("%(hour)s시") % {"hour": hour.strftime("%H")} for hour in overview.hours]
     return stacked_bar_chart(labels, series, title=str(_("시간별 이벤트 (결과별)")))
 
 

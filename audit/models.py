@@ -6,6 +6,7 @@ has no UPDATE/DELETE on the event table at all. Delivery state lives in its own 
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from uuid_utils.compat import uuid7  # time-ordered ids: appends land at the end of the key index
 
 
@@ -159,7 +160,7 @@ class AuditEvent(models.Model):
             models.Index(fields=["tool", "occurred_at"], name="audit_tool_time"),
         ]
         verbose_name = _("감사 이벤트")
-        verbose_name_plural = _("감사 이벤트")
+        verbose_name_plural = pgettext_lazy("plural", "감사 이벤트")
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.action} {self.outcome}"
@@ -227,7 +228,7 @@ class Delivery(models.Model):
             models.Index(fields=["state"], name="audit_delivery_state"),
         ]
         verbose_name = _("전달 상태")
-        verbose_name_plural = _("전달 상태")
+        verbose_name_plural = pgettext_lazy("plural", "전달 상태")
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.state}"
@@ -250,7 +251,7 @@ class SinkStatus(models.Model):
 
     class Meta:
         verbose_name = _("전달 대상 상태")
-        verbose_name_plural = _("전달 대상 상태")
+        verbose_name_plural = pgettext_lazy("plural", "전달 대상 상태")
 
     def __str__(self) -> str:
         return f"{self.name}: {self.failures} failure(s)"
@@ -267,7 +268,7 @@ class DeliveryAlarm(models.Model):
     class Meta:
         ordering = ["-raised_at"]
         verbose_name = _("전달 경보")
-        verbose_name_plural = _("전달 경보")
+        verbose_name_plural = pgettext_lazy("plural", "전달 경보")
 
     def __str__(self) -> str:
         return self.message
@@ -312,7 +313,7 @@ class AuditCheckpoint(models.Model):
             models.UniqueConstraint(fields=["source", "number"], name="audit_unique_checkpoint")
         ]
         verbose_name = _("서명된 체크포인트")
-        verbose_name_plural = _("서명된 체크포인트")
+        verbose_name_plural = pgettext_lazy("plural", "서명된 체크포인트")
 
     def __str__(self) -> str:
         return f"{self.source} checkpoint {self.number} (#{self.sequence})"
@@ -344,7 +345,7 @@ class CheckpointDelivery(models.Model):
 
     class Meta:
         verbose_name = _("체크포인트 전달 상태")
-        verbose_name_plural = _("체크포인트 전달 상태")
+        verbose_name_plural = pgettext_lazy("plural", "체크포인트 전달 상태")
 
     def __str__(self) -> str:
         return f"checkpoint {self.checkpoint_id}: {self.state}"
@@ -362,7 +363,7 @@ class SigningKey(models.Model):
     class Meta:
         ordering = ["-first_used_at"]
         verbose_name = _("서명 키")
-        verbose_name_plural = _("서명 키")
+        verbose_name_plural = pgettext_lazy("plural", "서명 키")
 
     def __str__(self) -> str:
         return self.verifier_key

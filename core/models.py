@@ -6,6 +6,7 @@ Like VPD tokens: shown once, stored as a keyed HMAC fingerprint with a short dis
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class ApiToken(models.Model):
@@ -24,7 +25,7 @@ class ApiToken(models.Model):
 
     class Meta:
         verbose_name = _("API 토큰")
-        verbose_name_plural = _("API 토큰")
+        verbose_name_plural = pgettext_lazy("plural", "API 토큰")
 
     def __str__(self) -> str:
         return f"{self.display_prefix}… ({self.label})"

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import get_language, gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
 from kb.models import Stakeholder
 from kb.policy import (
@@ -26,14 +29,13 @@ from kb.vpd import execute_plan
 
 # How each mask shows a value, in words an operator reads.
 MASK_WORDS = {
-    Mask.NAME: "성 한 글자만 보임 (김**)",
-    Mask.PHONE_MIDDLE: "가운데 자리를 가림 (010-****-5678)",
-    Mask.RRN_FIRST8: "앞 8자리만 보임 (870211-2******)",
-    Mask.YEAR_ONLY: "연도만 보임 (1987)",
-    Mask.WITHHELD: "반환하지 않음",
-    Mask.FROM_BIRTH_YEAR: "출생 연도로만 계산",
+    Mask.NAME: _("성 한 글자만 보임 (김**)"),
+    Mask.PHONE_MIDDLE: _("가운데 자리를 가림 (010-****-5678)"),
+    Mask.RRN_FIRST8: _("앞 8자리만 보임 (870211-2******)"),
+    Mask.YEAR_ONLY: _("연도만 보임 (1987)"),
+    Mask.WITHHELD: _("반환하지 않음"),
+    Mask.FROM_BIRTH_YEAR: _("출생 연도로만 계산"),
 }
-_UNITS = {CUSTOMERS: "명", CONTRACTS: "건", PAYMENTS: "건"}
 # A contract follows its customer and a payment its contract: the record that decides each.
 _DECIDED_BY = {CONTRACTS: "customer_id", PAYMENTS: "contract_id"}
 
@@ -43,7 +45,6 @@ class EntityCount:
     entity: str
     label: str
     count: int
-    unit: str
 
 
 @dataclass(frozen=True)
@@ -83,19 +84,26 @@ def stakeholder_access(*, stakeholder: Stakeholder) -> StakeholderAccess:
         scope = check_stakeholder_allowed(stakeholder)
     except PolicyRefused as exc:
         return StakeholderAccess(stakeholder, label, status, exc.message, "", (), "", ())
+    language = get_language()
     counts = tuple(
-        EntityCount(entity, ENTITIES[entity].label, _count(stakeholder, entity), _UNITS[entity])
+        EntityCount(
+            entity, _heading(ENTITIES[entity].label_in(language)), _count(stakeholder, entity)
+        )
         for entity in (CUSTOMERS, CONTRACTS, PAYMENTS)
     )
-    customers, contracts, payments = (f"{c.count:,}{c.unit}" for c in counts)
+    customers, contracts, payments = (c.count for c in counts)
+    words = {
+        "customers": ngettext("고객 %(n)s명", "고객 %(n)s명", customers) % {"n": f"{customers:,}"},
+        "contracts": ngettext("계약 %(n)s건", "계약 %(n)s건", contracts) % {"n": f"{contracts:,}"},
+        "payments": ngettext("납입 %(n)s건", "납입 %(n)s건", payments) % {"n": f"{payments:,}"},
+        "branch": _branch_name(stakeholder),
+    }
     if scope is RowScope.OWN:
-        summary = f"담당 고객 {customers}, 그 계약 {contracts}, 납입 {payments}"
+        summary = gettext("담당 %(customers)s, 그 %(contracts)s, %(payments)s") % words
     elif scope is RowScope.BRANCH:
-        summary = (
-            f"{_branch_name(stakeholder)} 고객 {customers}, 그 계약 {contracts}, 납입 {payments}"
-        )
+        summary = gettext("%(branch)s %(customers)s, 그 %(contracts)s, %(payments)s") % words
     else:
-        summary = f"전체 고객 {customers}, 전체 계약 {contracts}, 납입 {payments}"
+        summary = gettext("전체 %(customers)s, 전체 %(contracts)s, %(payments)s") % words
     return StakeholderAccess(
         stakeholder=stakeholder,
         role_label=label,
@@ -114,7 +122,7 @@ def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisi
     entity = _entity_of(record_id)
     if not entity:
         return RecordVisibility(
-            "", record_id, False, "고객(C…), 계약(K…) 또는 납입(PM…) ID를 입력하세요."
+            "", record_id, False, gettext("고객(C…), 계약(K…) 또는 납입(PM…) ID를 입력하세요.")
         )
     try:
         scope = check_stakeholder_allowed(stakeholder)
@@ -135,23 +143,39 @@ def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisi
         stakeholder=stakeholder,
     )
     rule = _scope_rule(scope, stakeholder)
-    follows = "" if entity == CUSTOMERS else f" {spec.label}은(는) 그 고객을 따릅니다."
+    follows = (
+        ""
+        if entity == CUSTOMERS
+        else " "
+        + gettext("%(entity)s은(는) 그 고객을 따릅니다.")
+        % {"entity": spec.label_in(get_language())}
+    )
     if not answer["rows"]:
+        hidden = gettext(
+            "보이지 않음: %(rule)s%(follows)s %(record)s은(는) 이 범위에 없습니다"
+            " (없는 ID이거나 범위 밖의 기록)."
+        )
         return RecordVisibility(
             entity,
             record_id,
             False,
-            f"보이지 않음: {rule}{follows} {record_id}은(는) 이 범위에 없습니다"
-            " (없는 ID이거나 범위 밖의 기록).",
+            hidden % {"rule": rule, "follows": follows, "record": record_id},
         )
     row = answer["rows"][0]
+    names = {"customer": row["customer_id"], "planner": stakeholder.pk}
     if scope is RowScope.OWN:
-        because = f"고객 {row['customer_id']}의 담당 설계사가 {stakeholder.pk}입니다"
+        because = gettext("고객 %(customer)s의 담당 설계사가 %(planner)s입니다") % names
     elif scope is RowScope.BRANCH:
-        because = f"고객 {row['customer_id']}이(가) {_branch_name(stakeholder)} 고객입니다"
+        because = gettext("고객 %(customer)s이(가) %(branch)s 고객입니다") % {
+            **names,
+            "branch": _branch_name(stakeholder),
+        }
     else:
-        because = "본사 분석가는 모든 고객을 봅니다"
-    return RecordVisibility(entity, record_id, True, f"보임: {because}.{follows}")
+        because = gettext("본사 분석가는 모든 고객을 봅니다")
+    visible = gettext("보임: %(because)s.%(follows)s")
+    return RecordVisibility(
+        entity, record_id, True, visible % {"because": because, "follows": follows}
+    )
 
 
 def _count(stakeholder: Stakeholder, entity: str) -> int:
@@ -164,10 +188,18 @@ def _count(stakeholder: Stakeholder, entity: str) -> int:
 
 def _scope_rule(scope: RowScope, stakeholder: Stakeholder) -> str:
     if scope is RowScope.OWN:
-        return f"설계사는 자신({stakeholder.pk})이 담당하는 고객과 그 계약·납입만 봅니다."
+        return gettext("설계사는 자신(%(planner)s)이 담당하는 고객과 그 계약·납입만 봅니다.") % {
+            "planner": stakeholder.pk
+        }
     if scope is RowScope.BRANCH:
-        return f"지점장은 자신의 지점({_branch_name(stakeholder)}) 고객과 그 계약·납입만 봅니다."
-    return "본사 분석가는 모든 고객과 계약·납입을 봅니다 (개인정보 열은 가려짐)."
+        return gettext("지점장은 자신의 지점(%(branch)s) 고객과 그 계약·납입만 봅니다.") % {
+            "branch": _branch_name(stakeholder)
+        }
+    return gettext("본사 분석가는 모든 고객과 계약·납입을 봅니다 (개인정보 열은 가려짐).")
+
+
+def _heading(label: str) -> str:
+    return label[:1].upper() + label[1:]  # "customer ID" -> "Customer ID"; Korean is unchanged
 
 
 def _branch_name(stakeholder: Stakeholder) -> str:
@@ -177,20 +209,23 @@ def _branch_name(stakeholder: Stakeholder) -> str:
 
 def _masked_columns(role: str) -> tuple[ColumnRule, ...]:
     by_column: dict[str, tuple[Mask, list[str], str]] = {}
+    language = get_language()
     for entity, spec in ENTITIES.items():
         for name, field in spec.fields.items():
             mask = column_mask(role, entity, name)
             if mask is None or mask is Mask.FULL:
                 continue
-            _, entities, _ = by_column.setdefault(name, (mask, [], field.label))
-            entities.append(spec.label)
+            _mask, entities, _label = by_column.setdefault(
+                name, (mask, [], _heading(field.label_in(language)))
+            )
+            entities.append(spec.label_in(language))
     return tuple(
         ColumnRule(
             column=name,
             label=label,
             entities=tuple(entities),
             mask=mask,
-            how=MASK_WORDS.get(mask, str(mask)),
+            how=str(MASK_WORDS.get(mask, mask)),
             comparable=mask in COMPARABLE_MASKS,
         )
         for name, (mask, entities, label) in by_column.items()

@@ -12,6 +12,7 @@ import time
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import translation
 
 from kb.answers import answer_build
 from kb.models import Stakeholder
@@ -25,7 +26,7 @@ from kb.policy import (
     column_mask,
     masked_use,
 )
-from kb.selectai.parser import help_examples, parse_prompt
+from kb.selectai.parser import help_examples, parse_prompt, question_language
 from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
 from kb.selectai.wording import DEFAULT_SCOPE, SCOPE_BY_ROLE
@@ -34,7 +35,7 @@ from kb.vpd import execute_plan
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConditionRefused", "answer_question", "warm_up"]
+__all__ = ["ConditionRefused", "answer_question", "prompt_language", "warm_up"]
 
 EMBEDDED, ORDS = "embedded", "ords"
 BUILTIN, OPENAI_COMPATIBLE = "builtin", "openai_compatible"
@@ -43,7 +44,21 @@ WARM_UP_PROMPT = "이번 달 미납 보험료"
 
 def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
     """Raises kb.policy.PolicyRefused for an unknown, suspended or unknown-role stakeholder (and,
-    with the ORDS backend, for ORDS' 401/403) and kb.ords.OrdsError when ORDS fails."""
+    with the ORDS backend, for ORDS' 401/403) and kb.ords.OrdsError when ORDS fails.
+
+    Refusals and plan errors are written in the question's language, whatever the server's."""
+    with translation.override(prompt_language(prompt)):
+        return _answer(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
+
+
+def prompt_language(prompt: object) -> str:
+    """ "ko" for a question with Korean in it, "en" for another; LANGUAGE_CODE for no question."""
+    if isinstance(prompt, str) and prompt.strip():
+        return question_language(prompt)
+    return settings.LANGUAGE_CODE
+
+
+def _answer(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
     backend = query_backend()
     stakeholder = stakeholder_get(stakeholder_id)
     check_stakeholder_allowed(stakeholder)
@@ -65,7 +80,7 @@ def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
     if parsed.plan is None:
         return _help_answer(stakeholder, limit, {**interpretation, "help": parsed.help})
     plan = _fit_to_role(parsed.plan, stakeholder.role, interpretation)
-    _refuse_masked_conditions(plan, stakeholder.role, parsed.unexpressed, parsed.language)
+    _refuse_masked_conditions(plan, stakeholder.role, parsed.unexpressed)
     try:
         return execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
     except PlanError as exc:
@@ -184,11 +199,11 @@ def _model_answer(
         return None
 
 
-def _refuse_masked_conditions(plan: dict, role: str, unexpressed: list[str], language: str):
+def _refuse_masked_conditions(plan: dict, role: str, unexpressed: list[str]):
     """Raise ConditionRefused when the question conditions on a column `role` sees masked.
 
-    The data layer refuses such a plan too; this says which condition and why, in the question's
-    language, instead of answering a different question.
+    The data layer refuses such a plan too; this says which condition and why instead of
+    answering a different question.
     """
     try:
         used = plan_parse(plan).referenced_fields()
@@ -198,9 +213,7 @@ def _refuse_masked_conditions(plan: dict, role: str, unexpressed: list[str], lan
     refused = masked_use(role, plan["entity"], used)
     if refused is not None:
         field, use = refused
-        raise ConditionRefused(
-            role=role, entity=plan["entity"], field=field, use=use, language=language
-        )
+        raise ConditionRefused(role=role, entity=plan["entity"], field=field, use=use)
 
 
 def _fit_to_role(plan: dict, role: str, interpretation: dict) -> dict:

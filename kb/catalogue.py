@@ -37,6 +37,10 @@ class FieldSpec:
     path: str  # ORM path from the entity's model; for derived fields, the birth_date path
     nullable: bool = False
 
+    def label_in(self, language: str | None) -> str:
+        """The label in `language` ("en", "en-gb", "ko", …): English or else Korean."""
+        return self.label_en if (language or "").startswith("en") else self.label
+
     @property
     def derived(self) -> bool:
         return self.kind in (Kind.AGE, Kind.AGE_GROUP)
@@ -58,6 +62,9 @@ class EntitySpec:
 
     def __post_init__(self):
         object.__setattr__(self, "columns", frozenset(self.fields))
+
+    def label_in(self, language: str | None) -> str:
+        return self.label_en if (language or "").startswith("en") else self.label
 
     @property
     def model(self):

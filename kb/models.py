@@ -6,6 +6,7 @@ the stakeholder's row and column policy; nothing else queries these tables for a
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class Branch(models.Model):
@@ -16,7 +17,7 @@ class Branch(models.Model):
     class Meta:
         ordering = ["branch_id"]
         verbose_name = _("지점")
-        verbose_name_plural = _("지점")
+        verbose_name_plural = pgettext_lazy("plural", "지점")
 
     def __str__(self) -> str:
         return f"{self.branch_name} ({self.branch_id})"
@@ -47,7 +48,7 @@ class Stakeholder(models.Model):
     class Meta:
         ordering = ["stakeholder_id"]
         verbose_name = _("관계자 (VPD 주체)")
-        verbose_name_plural = _("관계자 (VPD 주체)")
+        verbose_name_plural = pgettext_lazy("plural", "관계자 (VPD 주체)")
 
     def __str__(self) -> str:
         return f"{self.get_role_label()} {self.stakeholder_id}"
@@ -69,7 +70,7 @@ class Product(models.Model):
     class Meta:
         ordering = ["product_code"]
         verbose_name = _("보험 상품")
-        verbose_name_plural = _("보험 상품")
+        verbose_name_plural = pgettext_lazy("plural", "보험 상품")
 
     def __str__(self) -> str:
         return self.product_name
@@ -93,7 +94,7 @@ class Customer(models.Model):
         ordering = ["customer_id"]
         indexes = [models.Index(fields=["branch", "planner"])]
         verbose_name = _("고객")
-        verbose_name_plural = _("고객")
+        verbose_name_plural = pgettext_lazy("plural", "고객")
 
     def __str__(self) -> str:
         # Only the id: a name here would bypass the column policy wherever the object is printed.
@@ -117,7 +118,7 @@ class Contract(models.Model):
         ordering = ["contract_id"]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["end_date"])]
         verbose_name = _("계약")
-        verbose_name_plural = _("계약")
+        verbose_name_plural = pgettext_lazy("plural", "계약")
 
     def __str__(self) -> str:
         return self.contract_id

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext as _
 
 from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
@@ -33,7 +34,7 @@ _TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")  # visible ASCII: nothing that cou
 
 
 class OrdsError(Exception):
-    """ORDS did not answer usably (5xx, timeout, redirect, bad reply); the message is Korean."""
+    """ORDS did not answer usably (5xx, timeout, redirect, bad reply); the message is for users."""
 
     def __init__(self, message: str, *, reason: str, status: int | None = None):
         super().__init__(message)
@@ -102,20 +103,27 @@ def ords_answer(
     except OutboundError as exc:
         raise _outbound_error(exc) from None
     if status == 401:
-        raise OrdsRefused("토큰이 유효하지 않거나 만료됨", reason="ords_unauthorized", status=401)
+        raise OrdsRefused(
+            _("토큰이 유효하지 않거나 만료됨"), reason="ords_unauthorized", status=401
+        )
     if status == 403:
-        raise OrdsRefused("이 사용자에게 조회 권한 없음", reason="ords_forbidden", status=403)
+        raise OrdsRefused(_("이 사용자에게 조회 권한 없음"), reason="ords_forbidden", status=403)
     if status == 429:
         raise OrdsError(
-            "ORDS 요청이 너무 많습니다. 잠시 후 다시 시도하세요.", reason="rate_limited", status=429
+            _("ORDS 요청이 너무 많습니다. 잠시 후 다시 시도하세요."),
+            reason="rate_limited",
+            status=429,
         )
     if status >= 500:
         raise OrdsError(
-            f"ORDS Select AI 서버 오류입니다 (HTTP {status}).", reason="server_error", status=status
+            _("ORDS Select AI 서버 오류입니다 (HTTP %(status)s).") % {"status": status},
+            reason="server_error",
+            status=status,
         )
     if status != 200:
         raise OrdsError(
-            f"ORDS Select AI가 예상하지 못한 응답을 보냈습니다 (HTTP {status}).",
+            _("ORDS Select AI가 예상하지 못한 응답을 보냈습니다 (HTTP %(status)s).")
+            % {"status": status},
             reason="unexpected_status",
             status=status,
         )
@@ -126,7 +134,7 @@ def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> d
     """Map the assumed ORDS reply ({"items", "columns"?, "hasMore"?, ...}) to the answer shape."""
     items = reply.get("items")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise _bad_reply("items가 객체 목록이 아닙니다")
+        raise _bad_reply(_("items가 객체 목록이 아닙니다"))
     columns = _columns(reply.get("columns"), items)
     names = [name for name, _label in columns]
     rows = [{name: _cell(item.get(name)) for name in names} for item in items[:limit]]
@@ -161,7 +169,7 @@ def _identity_headers(stakeholder: Stakeholder, *, bearer: str | None, config: O
         token = normalise_bearer(bearer)
         if token is None:
             raise OrdsRefused(
-                "토큰이 유효하지 않거나 만료됨", reason="malformed_bearer", status=401
+                _("토큰이 유효하지 않거나 만료됨"), reason="malformed_bearer", status=401
             )
         return {"Authorization": f"Bearer {token}"}
     if config.client_token is None:
@@ -192,9 +200,9 @@ def _json_object(body: bytes) -> dict:
     try:
         reply = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError):
-        raise _bad_reply("JSON이 아닙니다") from None
+        raise _bad_reply(_("JSON이 아닙니다")) from None
     if not isinstance(reply, dict):
-        raise _bad_reply("JSON 객체가 아닙니다")
+        raise _bad_reply(_("JSON 객체가 아닙니다"))
     return reply
 
 
@@ -213,7 +221,7 @@ def _columns(declared: object, items: list[dict]) -> list[tuple[str, str]]:
                 name = column["name"]
                 label = column.get("label") if isinstance(column.get("label"), str) else name
             else:
-                raise _bad_reply("columns 항목이 올바르지 않습니다")
+                raise _bad_reply(_("columns 항목이 올바르지 않습니다"))
             columns.setdefault(_column_name(name), label[:MAX_NAME] or name)
     elif declared is None:
         for item in items:
@@ -221,15 +229,15 @@ def _columns(declared: object, items: list[dict]) -> list[tuple[str, str]]:
                 if name != "links":  # ORDS adds hypermedia links to AutoREST items
                     columns.setdefault(_column_name(name), name)
     else:
-        raise _bad_reply("columns가 목록이 아닙니다")
+        raise _bad_reply(_("columns가 목록이 아닙니다"))
     if len(columns) > MAX_COLUMNS:
-        raise _bad_reply("열이 너무 많습니다")
+        raise _bad_reply(_("열이 너무 많습니다"))
     return list(columns.items())
 
 
 def _column_name(name: str) -> str:
     if not name or len(name) > MAX_NAME or any(ord(ch) < 0x20 for ch in name):
-        raise _bad_reply("열 이름이 올바르지 않습니다")
+        raise _bad_reply(_("열 이름이 올바르지 않습니다"))
     return name
 
 
@@ -256,17 +264,21 @@ def _as_of(value: object) -> dt.date:
 
 def _bad_reply(detail: str) -> OrdsError:
     return OrdsError(
-        f"ORDS Select AI 응답을 해석할 수 없습니다: {detail}.", reason="invalid_reply", status=200
+        _("ORDS Select AI 응답을 해석할 수 없습니다: %(detail)s.") % {"detail": detail},
+        reason="invalid_reply",
+        status=200,
     )
 
 
 def _outbound_error(exc: OutboundError) -> OrdsError:
     messages = {
-        "timeout": "ORDS Select AI 응답 시간이 초과되었습니다. 자동으로 다시 시도하지 않습니다.",
-        "redirect": "ORDS Select AI가 리디렉션을 보냈습니다. 따라가지 않습니다 (설정 확인 필요).",
-        "too_large": "ORDS Select AI 응답이 너무 큽니다.",
+        "timeout": _("ORDS Select AI 응답 시간이 초과되었습니다. 자동으로 다시 시도하지 않습니다."),
+        "redirect": _(
+            "ORDS Select AI가 리디렉션을 보냈습니다. 따라가지 않습니다 (설정 확인 필요)."
+        ),
+        "too_large": _("ORDS Select AI 응답이 너무 큽니다."),
     }
-    message = messages.get(exc.reason, "ORDS Select AI에 연결할 수 없습니다.")
+    message = messages.get(exc.reason) or _("ORDS Select AI에 연결할 수 없습니다.")
     return OrdsError(message, reason=exc.reason, status=exc.status)
 
 

@@ -1,7 +1,8 @@
 """KB query plans: the structured, validated form of a question that the data layer executes.
 
 A plan names an entity, fields, typed filters, grouping, aggregates, sort and limit; never SQL.
-`plan_parse` turns the parser's JSON-shaped dict into a `Plan` or raises `PlanError` (in Korean).
+`plan_parse` turns the parser's JSON-shaped dict into a `Plan` or raises `PlanError`, whose message
+is in the active language (the question's, under kb.answering).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 
 from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
 from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
@@ -49,7 +53,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class PlanError(ValueError):
-    """The plan is malformed or names something unknown; the message is for the user (Korean)."""
+    """The plan is malformed or names something unknown; the message is for the user."""
 
     def __init__(self, message: str, *, code: str = "invalid_plan"):
         super().__init__(message)
@@ -173,22 +177,22 @@ def clamp_limit(value: object) -> int:
     if value is None:
         return DEFAULT_LIMIT
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError("limit은 정수여야 합니다 (1~100).", code="bad_limit")
+        raise PlanError(_("limit은 정수여야 합니다 (1~100)."), code="bad_limit")
     return min(max(value, 1), MAX_LIMIT)
 
 
 def plan_parse(raw: object) -> Plan:
     """Validate the parser's plan dict; raise PlanError naming the first problem."""
     if not isinstance(raw, dict):
-        raise PlanError("질의 계획은 JSON 객체여야 합니다.")
+        raise PlanError(_("질의 계획은 JSON 객체여야 합니다."))
     unknown = sorted(str(key) for key in raw if key not in PLAN_KEYS)
     if unknown:
-        raise PlanError(f"알 수 없는 계획 항목입니다: {', '.join(unknown)}")
+        raise PlanError(_("알 수 없는 계획 항목입니다: %(keys)s") % {"keys": ", ".join(unknown)})
     entity_name = raw.get("entity")
     if not isinstance(entity_name, str) or entity_name not in ENTITIES:
         raise PlanError(
-            f"알 수 없는 조회 대상입니다: {_show(entity_name)} "
-            f"(가능한 대상: {', '.join(ENTITIES)})",
+            _("알 수 없는 조회 대상입니다: %(entity)s (가능한 대상: %(entities)s)")
+            % {"entity": _show(entity_name), "entities": ", ".join(ENTITIES)},
             code="unknown_entity",
         )
     spec = ENTITIES[entity_name]
@@ -201,7 +205,8 @@ def plan_parse(raw: object) -> Plan:
         extra = [name for name in fields if name not in group_by]
         if extra:
             raise PlanError(
-                "집계 질의에서는 group_by에 있는 필드만 선택할 수 있습니다: " + ", ".join(extra)
+                _("집계 질의에서는 group_by에 있는 필드만 선택할 수 있습니다: %(fields)s")
+                % {"fields": ", ".join(extra)}
             )
         fields = ()
     filters = _filters(spec, raw.get("filters"))
@@ -224,9 +229,12 @@ def _list(value: object, what: str, cap: int) -> list:
     if value is None:
         return []
     if not isinstance(value, list | tuple):
-        raise PlanError(f"{what}은(는) 목록이어야 합니다.")
+        raise PlanError(_("%(what)s은(는) 목록이어야 합니다.") % {"what": what})
     if len(value) > cap:
-        raise PlanError(f"{what} 항목이 너무 많습니다 (최대 {cap}개).", code="too_many")
+        raise PlanError(
+            _("%(what)s 항목이 너무 많습니다 (최대 %(cap)s개).") % {"what": what, "cap": cap},
+            code="too_many",
+        )
     return list(value)
 
 
@@ -234,8 +242,17 @@ def _field(spec: EntitySpec, name: object, what: str) -> FieldSpec:
     if isinstance(name, str) and name in spec.fields:
         return spec.fields[name]
     raise PlanError(
-        f"{spec.label}({spec.name})에 없는 필드입니다: {_show(name)} ({what}). "
-        f"쓸 수 있는 필드: {', '.join(spec.fields)}",
+        _(
+            "%(entity)s(%(name)s)에 없는 필드입니다: %(field)s (%(what)s). "
+            "쓸 수 있는 필드: %(fields)s"
+        )
+        % {
+            "entity": spec.label_in(get_language()),
+            "name": spec.name,
+            "field": _show(name),
+            "what": what,
+            "fields": ", ".join(spec.fields),
+        },
         code="unknown_field",
     )
 
@@ -247,10 +264,13 @@ def _names(spec: EntitySpec, value: object, what: str, cap: int) -> tuple[str, .
 
 def _dict(item: object, keys: tuple[str, ...], what: str) -> dict:
     if not isinstance(item, dict):
-        raise PlanError(f"{what} 항목은 JSON 객체여야 합니다.")
+        raise PlanError(_("%(what)s 항목은 JSON 객체여야 합니다.") % {"what": what})
     unknown = sorted(str(key) for key in item if key not in keys)
     if unknown:
-        raise PlanError(f"{what} 항목에 알 수 없는 키가 있습니다: {', '.join(unknown)}")
+        raise PlanError(
+            _("%(what)s 항목에 알 수 없는 키가 있습니다: %(keys)s")
+            % {"what": what, "keys": ", ".join(unknown)}
+        )
     return item
 
 
@@ -261,24 +281,36 @@ def _aggregates(spec: EntitySpec, value: object, group_by: tuple[str, ...]):
         fn = item.get("fn")
         if fn not in AGGREGATE_FNS:
             raise PlanError(
-                f"알 수 없는 집계 함수입니다: {_show(fn)} (가능: {', '.join(AGGREGATE_FNS)})",
+                _("알 수 없는 집계 함수입니다: %(fn)s (가능: %(fns)s)")
+                % {"fn": _show(fn), "fns": ", ".join(AGGREGATE_FNS)},
                 code="unknown_aggregate",
             )
         field = item.get("field")
         if field is None:
             if fn != "count":
-                raise PlanError(f"{fn} 집계에는 필드가 필요합니다.")
+                raise PlanError(_("%(fn)s 집계에는 필드가 필요합니다.") % {"fn": fn})
         else:
             kind = _field(spec, field, "aggregates").kind
             if fn in ("sum", "avg") and kind not in _SUMMABLE:
-                raise PlanError(f"{fn} 집계는 숫자 필드에만 쓸 수 있습니다: {field}")
+                raise PlanError(
+                    _("%(fn)s 집계는 숫자 필드에만 쓸 수 있습니다: %(field)s")
+                    % {"fn": fn, "field": field}
+                )
             if fn in ("min", "max") and kind not in _ORDERABLE_AGGREGATE:
-                raise PlanError(f"{fn} 집계를 이 필드에 쓸 수 없습니다: {field}")
+                raise PlanError(
+                    _("%(fn)s 집계를 이 필드에 쓸 수 없습니다: %(field)s")
+                    % {"fn": fn, "field": field}
+                )
         alias = item.get("as") or default_alias(fn, field)
         if not isinstance(alias, str) or not _ALIAS.match(alias):
-            raise PlanError(f"집계 별칭이 올바르지 않습니다: {_show(alias)} (영문 소문자·숫자·_)")
+            raise PlanError(
+                _("집계 별칭이 올바르지 않습니다: %(alias)s (영문 소문자·숫자·_)")
+                % {"alias": _show(alias)}
+            )
         if alias in spec.fields or any(a.alias == alias for a in result):
-            raise PlanError(f"집계 별칭이 필드명이나 다른 별칭과 겹칩니다: {alias}")
+            raise PlanError(
+                _("집계 별칭이 필드명이나 다른 별칭과 겹칩니다: %(alias)s") % {"alias": alias}
+            )
         result.append(Aggregate(fn=fn, field=field, alias=alias))
     return tuple(result)
 
@@ -291,13 +323,17 @@ def _filters(spec: EntitySpec, value: object) -> tuple[Filter, ...]:
         op = item.get("op")
         if op not in OPS:
             raise PlanError(
-                f"알 수 없는 연산자입니다: {_show(op)} (가능: {', '.join(OPS)})",
+                _("알 수 없는 연산자입니다: %(op)s (가능: %(ops)s)")
+                % {"op": _show(op), "ops": ", ".join(OPS)},
                 code="unknown_op",
             )
         if op not in _OPS_BY_KIND[field.kind]:
-            raise PlanError(f"{field.label}({field.name}) 필드에는 {op} 연산을 쓸 수 없습니다.")
+            raise PlanError(
+                _("%(label)s(%(field)s) 필드에는 %(op)s 연산을 쓸 수 없습니다.")
+                % {**_named(field), "op": op}
+            )
         if "value" not in item:
-            raise PlanError(f"{field.name} 조건에 값(value)이 없습니다.")
+            raise PlanError(_("%(field)s 조건에 값(value)이 없습니다.") % {"field": field.name})
         value = _filter_value(field, op, item["value"])
         result.append(Filter(field=field.name, op=op, value=value))
     return tuple(result)
@@ -306,26 +342,35 @@ def _filters(spec: EntitySpec, value: object) -> tuple[Filter, ...]:
 def _filter_value(field: FieldSpec, op: str, raw: object):
     if op in ("in", "not_in"):
         if not isinstance(raw, list | tuple) or not raw:
-            raise PlanError(f"{op} 조건의 값은 비어 있지 않은 목록이어야 합니다: {field.name}")
+            raise PlanError(
+                _("%(op)s 조건의 값은 비어 있지 않은 목록이어야 합니다: %(field)s")
+                % {"op": op, "field": field.name}
+            )
         if len(raw) > MAX_IN_VALUES:
             raise PlanError(
-                f"{op} 목록의 값이 너무 많습니다 (최대 {MAX_IN_VALUES}개): {field.name}",
+                _("%(op)s 목록의 값이 너무 많습니다 (최대 %(cap)s개): %(field)s")
+                % {"op": op, "cap": MAX_IN_VALUES, "field": field.name},
                 code="too_many",
             )
         return tuple(dict.fromkeys(_scalar(field, item) for item in raw))
     if op == "between":
         if not isinstance(raw, list | tuple) or len(raw) != 2:
-            raise PlanError(f"between 조건의 값은 [시작, 끝] 두 개여야 합니다: {field.name}")
+            raise PlanError(
+                _("between 조건의 값은 [시작, 끝] 두 개여야 합니다: %(field)s")
+                % {"field": field.name}
+            )
         lo, hi = (_scalar(field, item) for item in raw)
         lo_key = lo.lo if isinstance(lo, AgeBand) else lo
         hi_key = hi.lo if isinstance(hi, AgeBand) else hi
         if lo_key > hi_key:
-            raise PlanError(f"between 범위의 시작이 끝보다 큽니다: {field.name}")
+            raise PlanError(
+                _("between 범위의 시작이 끝보다 큽니다: %(field)s") % {"field": field.name}
+            )
         return (lo, hi)
     if raw is None:
         if op in ("eq", "ne") and field.nullable:
             return None
-        raise PlanError(f"{field.label}({field.name}) 조건에 값이 없습니다.")
+        raise PlanError(_("%(label)s(%(field)s) 조건에 값이 없습니다.") % _named(field))
     return _scalar(field, raw)
 
 
@@ -333,14 +378,22 @@ def _scalar(field: FieldSpec, raw: object):
     kind = field.kind
     if kind in (Kind.INT, Kind.AGE):
         if isinstance(raw, bool) or not isinstance(raw, int):
-            raise PlanError(f"{field.label}({field.name}) 값은 정수여야 합니다: {_show(raw)}")
+            raise PlanError(
+                _("%(label)s(%(field)s) 값은 정수여야 합니다: %(value)s")
+                % {**_named(field), "value": _show(raw)}
+            )
         if abs(raw) > MAX_ABS_INT:
-            raise PlanError(f"{field.label}({field.name}) 값이 너무 큽니다.")
+            raise PlanError(_("%(label)s(%(field)s) 값이 너무 큽니다.") % _named(field))
         return raw
     if not isinstance(raw, str):
-        raise PlanError(f"{field.label}({field.name}) 값은 문자열이어야 합니다: {_show(raw)}")
+        raise PlanError(
+            _("%(label)s(%(field)s) 값은 문자열이어야 합니다: %(value)s")
+            % {**_named(field), "value": _show(raw)}
+        )
     if len(raw) > MAX_STRING or _CONTROL.search(raw):
-        raise PlanError(f"{field.label}({field.name}) 값이 너무 길거나 제어 문자를 담고 있습니다.")
+        raise PlanError(
+            _("%(label)s(%(field)s) 값이 너무 길거나 제어 문자를 담고 있습니다.") % _named(field)
+        )
     if kind is Kind.DATE:
         try:
             if not _DATE.match(raw):
@@ -348,18 +401,22 @@ def _scalar(field: FieldSpec, raw: object):
             return dt.date.fromisoformat(raw)
         except ValueError:
             raise PlanError(
-                f"{field.label}({field.name}) 값은 YYYY-MM-DD 날짜여야 합니다: {_show(raw)}"
+                _("%(label)s(%(field)s) 값은 YYYY-MM-DD 날짜여야 합니다: %(value)s")
+                % {**_named(field), "value": _show(raw)}
             ) from None
     if kind is Kind.MONTH:
         if not _MONTH.match(raw):
             raise PlanError(
-                f"{field.label}({field.name}) 값은 YYYY-MM 월이어야 합니다: {_show(raw)}"
+                _("%(label)s(%(field)s) 값은 YYYY-MM 월이어야 합니다: %(value)s")
+                % {**_named(field), "value": _show(raw)}
             )
         return raw
     if kind is Kind.AGE_GROUP:
         match = _AGE_GROUP.match(raw.strip())
         if not match:
-            raise PlanError(f"연령대 값은 '30대'처럼 써야 합니다: {_show(raw)}")
+            raise PlanError(
+                _("연령대 값은 '30대'처럼 써야 합니다: %(value)s") % {"value": _show(raw)}
+            )
         lo = int(match.group(1)) * 10
         return AgeBand(lo=lo, hi=None if match.group(2) else lo + 9)
     return raw
@@ -373,11 +430,15 @@ def _order_by(spec, value, group_by, aggregates, grouped) -> tuple[OrderBy, ...]
         key = item.get("field")
         direction = item.get("direction") or "asc"
         if not isinstance(direction, str) or direction.lower() not in ("asc", "desc"):
-            raise PlanError(f"정렬 방향은 asc 또는 desc여야 합니다: {_show(direction)}")
+            raise PlanError(
+                _("정렬 방향은 asc 또는 desc여야 합니다: %(direction)s")
+                % {"direction": _show(direction)}
+            )
         if grouped:
             if key not in aliases and key not in group_by:
                 raise PlanError(
-                    f"집계 질의는 group_by 필드나 집계 별칭으로만 정렬할 수 있습니다: {_show(key)}",
+                    _("집계 질의는 group_by 필드나 집계 별칭으로만 정렬할 수 있습니다: %(key)s")
+                    % {"key": _show(key)},
                     code="unknown_field",
                 )
         else:
@@ -386,6 +447,10 @@ def _order_by(spec, value, group_by, aggregates, grouped) -> tuple[OrderBy, ...]
             continue
         result.append(OrderBy(key=key, descending=direction.lower() == "desc"))
     return tuple(result)
+
+
+def _named(field: FieldSpec) -> dict[str, str]:
+    return {"label": field.label_in(get_language()), "field": field.name}
 
 
 def _show(value: object) -> str:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Q
+from django.utils.translation import get_language, gettext, pgettext_lazy
 
 from kb.catalogue import ENTITIES
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
@@ -95,13 +96,13 @@ def query_refusal(*, role: str, status: str, branch_id: str | None) -> PolicyRef
     """Why a known stakeholder may not query the KB at all, or None if it may: the one rule, asked
     by the /mcp gate on every request (from the row it reads) and by every KB read."""
     if status != Stakeholder.Status.ACTIVE:
-        return PolicyRefused("정지된 사용자입니다: 조회 권한 없음", reason="suspended")
+        return PolicyRefused(gettext("정지된 사용자입니다: 조회 권한 없음"), reason="suspended")
     scope = ROW_SCOPES.get(role)
     if scope is None:
-        return PolicyRefused("이 역할에는 조회 권한이 없습니다", reason="unknown_role")
+        return PolicyRefused(gettext("이 역할에는 조회 권한이 없습니다"), reason="unknown_role")
     if scope is RowScope.BRANCH and not branch_id:
         return PolicyRefused(
-            "지점이 지정되지 않은 지점장입니다: 조회 권한 없음", reason="no_branch"
+            gettext("지점이 지정되지 않은 지점장입니다: 조회 권한 없음"), reason="no_branch"
         )
     return None
 
@@ -109,7 +110,9 @@ def query_refusal(*, role: str, status: str, branch_id: str | None) -> PolicyRef
 def check_stakeholder_allowed(stakeholder: Stakeholder | None) -> RowScope:
     """The stakeholder's row scope; PolicyRefused (no query is made) if it may see nothing."""
     if stakeholder is None or not stakeholder.pk:
-        raise PolicyRefused("알 수 없는 사용자입니다: 조회 권한 없음", reason="unknown_stakeholder")
+        raise PolicyRefused(
+            gettext("알 수 없는 사용자입니다: 조회 권한 없음"), reason="unknown_stakeholder"
+        )
     refusal = query_refusal(
         role=stakeholder.role, status=stakeholder.status, branch_id=stakeholder.branch_id
     )
@@ -144,32 +147,35 @@ class ConditionRefused(PermissionDenied):
 
     Answering it would reveal the hidden value (a count of "RRNs starting with 87" narrows them
     down), so the question is refused and the message says which condition and why, in the
-    question's language ("ko" or "en").
+    active language (kb.answering activates the question's).
     """
 
-    def __init__(self, *, role: str, entity: str, field: str, use: str, language: str = "ko"):
+    def __init__(self, *, role: str, entity: str, field: str, use: str):
         spec = ENTITIES[entity].fields[field]
-        if language == "en":
-            message = (
-                f"Cannot {_USE_EN.get(use, 'filter')} on {spec.label_en} ({field}): the column is "
-                f"masked for the {role} role, and using it in a condition would reveal the "
-                "hidden values. Ask without that condition."
-            )
-        else:
-            message = (
-                f"{spec.label}({field}) {_USE_KO.get(use, '조건')}은(는) 처리할 수 없습니다: "
-                f"{role_label(role)} 권한에서는 이 열이 가려져 있어, 조건·정렬·그룹·집계에 쓰면 "
-                "가려진 값이 드러납니다. 이 조건 없이 다시 물어봐 주세요."
-            )
+        message = gettext(
+            "%(label)s(%(field)s) %(use)s은(는) 처리할 수 없습니다: %(role)s 권한에서는 이 열이 "
+            "가려져 있어, 조건·정렬·그룹·집계에 쓰면 가려진 값이 드러납니다. "
+            "이 조건 없이 다시 물어봐 주세요."
+        ) % {
+            "label": spec.label_in(get_language()),
+            "field": field,
+            "use": _USES.get(use, _USES["filter"]),
+            "role": role_label(role),
+        }
         super().__init__(message)
-        self.message, self.field, self.use, self.language = message, field, use, language
+        self.message, self.field, self.use = message, field, use
 
     def __str__(self) -> str:
         return self.message
 
 
-_USE_KO = {"filter": "조건", "sort": "정렬", "group": "그룹", "aggregate": "집계"}
-_USE_EN = {"filter": "filter", "sort": "sort", "group": "group", "aggregate": "aggregate"}
+# How a question uses a column, as ConditionRefused names it ("조건" is a filter here).
+_USES = {
+    "filter": pgettext_lazy("column use", "조건"),
+    "sort": pgettext_lazy("column use", "정렬"),
+    "group": pgettext_lazy("column use", "그룹"),
+    "aggregate": pgettext_lazy("column use", "집계"),
+}
 
 
 def masked_use(role: str, entity: str, used: dict[str, str]) -> tuple[str, str] | None:

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DatabaseError, connections, router, transaction
+from django.utils.translation import get_language, gettext
 
 from core import tracing
 from kb.answers import answer_build, json_value
@@ -122,14 +123,25 @@ def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
             masks[name] = mask
     for name in used:
         if name not in masks:  # known to the plan but not to the policy: fail closed
-            label = spec.fields[name].label
-            raise PlanError(f"조회할 수 없는 필드입니다: {label}({name})", code="unknown_field")
+            label = spec.fields[name].label_in(get_language())
+            raise PlanError(
+                gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
+                % {"label": label, "field": name},
+                code="unknown_field",
+            )
     refused = masked_use(role, plan.entity, used)  # the policy's one rule, as answering uses it
     if refused is not None:
         name, _use = refused
         raise MaskedColumnError(
-            f"{spec.fields[name].label}({name}) 열은 {role_label(role)} 권한에서 가려져 있어 "
-            "조건·정렬·그룹·집계에 쓸 수 없습니다."
+            gettext(
+                "%(label)s(%(field)s) 열은 %(role)s 권한에서 가려져 있어 "
+                "조건·정렬·그룹·집계에 쓸 수 없습니다."
+            )
+            % {
+                "label": spec.fields[name].label_in(get_language()),
+                "field": name,
+                "role": role_label(role),
+            }
         )
     return masks
 
@@ -479,7 +491,9 @@ class _Compiler:
             return _Frag(f"{cast % lhs.sql} {rhs}", (*lhs.binders, like))
         if op in _SYMBOLS:
             return _join("", [lhs, _Frag(f" {_SYMBOLS[op]} %s", (param(),))])
-        raise PlanError(f"알 수 없는 연산자입니다: {op!r}", code="unknown_op")  # fail closed
+        raise PlanError(  # fail closed
+            gettext("알 수 없는 연산자입니다: %(op)s") % {"op": repr(op)}, code="unknown_op"
+        )
 
     @staticmethod
     def negated(test: _Frag, lhs: _Frag, nullable: bool) -> _Frag:
@@ -531,7 +545,9 @@ class _Compiler:
             return compare("<", "lo")
         if op == "lte":
             return compare("<=", "hi") if shape == "band" else _Frag("1 = 1")  # everyone is
-        raise PlanError(f"알 수 없는 연산자입니다: {op!r}", code="unknown_op")  # fail closed
+        raise PlanError(  # fail closed
+            gettext("알 수 없는 연산자입니다: %(op)s") % {"op": repr(op)}, code="unknown_op"
+        )
 
 
 # --- database context -------------------------------------------------------------------------
@@ -594,9 +610,11 @@ def _set_postgres_context(connection, stakeholder: Stakeholder) -> tuple | None:
 def _recheck_stakeholder(stakeholder: Stakeholder, stored: tuple | None) -> None:
     """Decide on the stored stakeholder row, not on an object that may be stale or made up."""
     if stored is None:
-        raise PolicyRefused("알 수 없는 사용자입니다: 조회 권한 없음", reason="unknown_stakeholder")
+        raise PolicyRefused(
+            gettext("알 수 없는 사용자입니다: 조회 권한 없음"), reason="unknown_stakeholder"
+        )
     if tuple(stored) != (stakeholder.role, stakeholder.branch_id, stakeholder.status):
         raise PolicyRefused(
-            "사용자 정보가 바뀌었습니다: 조회 권한 없음 (다시 시도하세요)",
+            gettext("사용자 정보가 바뀌었습니다: 조회 권한 없음 (다시 시도하세요)"),
             reason="stale_stakeholder",
         )

@@ -5,6 +5,8 @@ import logging
 from contextlib import asynccontextmanager
 
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext as _
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -34,6 +36,12 @@ def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
     from kb.answering import answer_question
 
     return answer_question(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
+
+
+def _prompt_language(prompt: str) -> str:
+    from kb.answering import prompt_language
+
+    return prompt_language(prompt)
 
 
 _answer_in_db_thread = in_db_thread(_answer)
@@ -87,13 +95,16 @@ def build_server() -> Server:
         except tool.ArgumentError as exc:
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
             return tool.error_result(f"Invalid arguments: {exc}")
+        # The engine writes its own messages in the question's language; these fallbacks follow.
+        language = _prompt_language(prompt)
         try:
             with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
                 answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
         except PolicyRefused as exc:
             # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
             _answered_with_error(record, Outcome.FORBIDDEN, Reason.POLICY_REFUSED)
-            return tool.error_result(exc.message or "이 사용자에게 조회 권한 없음")
+            with translation.override(language):
+                return tool.error_result(exc.message or _("이 사용자에게 조회 권한 없음"))
         except OrdsError as exc:
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
             return tool.error_result(exc.message)
@@ -109,7 +120,9 @@ def build_server() -> Server:
             request_id = record.request_id if record is not None else "-"
             logger.exception("tool failed request_id=%s", request_id)
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
-            return tool.error_result(f"조회 중 오류가 발생했습니다 (request id {request_id}).")
+            with translation.override(language):
+                message = _("조회 중 오류가 발생했습니다 (request id %(request_id)s).")
+            return tool.error_result(message % {"request_id": request_id})
         if record is not None:
             record.row_count = answer.get("row_count")
             record.masked_columns = list(answer.get("masked_columns", []))

@@ -7,6 +7,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from kb.access import record_visibility, stakeholder_access
 from kb.models import Stakeholder
@@ -184,7 +185,11 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         return self._render(
             request,
             "admin/registry/tokendelegation/revoke.html",
-            {"form": form, "delegation": delegation, "title": _("위임 폐기")},
+            {
+                "form": form,
+                "delegation": delegation,
+                "title": pgettext_lazy("page title", "위임 폐기"),
+            },
         )
 
     def access_view(self, request, stakeholder_id: str):

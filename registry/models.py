@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from registry import declarations
 
@@ -65,7 +66,7 @@ class McpServer(models.Model):
     class Meta:
         ordering = ["server_id"]
         verbose_name = _("MCP 서버")
-        verbose_name_plural = _("MCP 서버")
+        verbose_name_plural = pgettext_lazy("plural", "MCP 서버")
 
     def __str__(self) -> str:
         return self.server_id
@@ -264,7 +265,7 @@ class ToolPin(models.Model):
         ]
         permissions = [("approve_toolpin", _("변경된 도구 정의를 승인할 수 있음"))]
         verbose_name = _("도구 정의 고정")
-        verbose_name_plural = _("도구 정의 고정")
+        verbose_name_plural = pgettext_lazy("plural", "도구 정의 고정")
 
     def __str__(self) -> str:
         return f"{self.server_id}:{self.tool_name}"

@@ -5,30 +5,40 @@ import os
 import stat
 from pathlib import Path
 
+from django.utils.translation import gettext as _
+
 
 class PresetFileError(ValueError):
-    """The preset file is missing, unsafe or malformed. The message (Korean) names the file,
-    never a token."""
+    """The preset file is missing, unsafe or malformed. The message names the file, never a
+    token."""
 
 
 def read_token_presets(path: Path) -> dict[str, str]:
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise PresetFileError(f"{path} 파일이 없습니다") from None
+        raise PresetFileError(_("%(path)s 파일이 없습니다") % {"path": path}) from None
     if stat.S_IMODE(info.st_mode) & 0o077:
-        raise PresetFileError(f"{path} 파일은 소유자만 읽을 수 있어야 합니다 (chmod 600)")
+        raise PresetFileError(
+            _("%(path)s 파일은 소유자만 읽을 수 있어야 합니다 (chmod 600)") % {"path": path}
+        )
     if info.st_uid != os.getuid():
-        raise PresetFileError(f"{path} 파일의 소유자가 hyperbook을 실행하는 사용자가 아닙니다")
+        raise PresetFileError(
+            _("%(path)s 파일의 소유자가 hyperbook을 실행하는 사용자가 아닙니다") % {"path": path}
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise PresetFileError(f"{path} 파일이 '관계자 ID → 토큰' JSON 객체가 아닙니다") from None
+        raise PresetFileError(_not_an_object(path)) from None
     if not isinstance(data, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in data.items()
     ):
-        raise PresetFileError(f"{path} 파일이 '관계자 ID → 토큰' JSON 객체가 아닙니다")
+        raise PresetFileError(_not_an_object(path))
     return data
+
+
+def _not_an_object(path: Path) -> str:
+    return _("%(path)s 파일이 '관계자 ID → 토큰' JSON 객체가 아닙니다") % {"path": path}
 
 
 def write_token_presets(path: Path, presets: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""Why a discovery or a call failed, and what a user may be told about it (in Korean).
+"""Why a discovery or a call failed, and what a user may be told about it (in their language).
 
 Messages are ours, never a server's text, a URL or a token. Importable without Django settings:
 the transport raises these, and the conformance client runs the transport on its own.
@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 
 import httpx
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from registry.declarations import EndpointError
 from registry.tokens import MalformedToken
@@ -207,48 +209,48 @@ class PublicMcpError:
     retryable: bool = False
 
 
-GENERAL_MESSAGE = "MCP 서버와 통신하는 중 오류가 발생했습니다."
-PUBLIC_MESSAGES: dict[str, tuple[str, bool]] = {
-    "missing_token": ("VPD 토큰을 선택하거나 입력하세요. 요청을 보내지 않았습니다.", False),
-    "malformed_token": ("토큰 형식이 올바르지 않습니다. 요청을 보내지 않았습니다.", False),
-    "unauthorized": ("토큰이 유효하지 않거나 만료됨", False),
-    "forbidden": ("이 사용자에게 조회 권한 없음", False),
-    "rate_limited": ("잠시 후 다시 시도하세요", True),
-    "timeout": ("MCP 서버 응답 시간이 초과되었습니다. 잠시 후 다시 시도하세요.", True),
+GENERAL_MESSAGE = _("MCP 서버와 통신하는 중 오류가 발생했습니다.")
+PUBLIC_MESSAGES: dict[str, tuple[Promise, bool]] = {
+    "missing_token": (_("VPD 토큰을 선택하거나 입력하세요. 요청을 보내지 않았습니다."), False),
+    "malformed_token": (_("토큰 형식이 올바르지 않습니다. 요청을 보내지 않았습니다."), False),
+    "unauthorized": (_("토큰이 유효하지 않거나 만료됨"), False),
+    "forbidden": (_("이 사용자에게 조회 권한 없음"), False),
+    "rate_limited": (_("잠시 후 다시 시도하세요"), True),
+    "timeout": (_("MCP 서버 응답 시간이 초과되었습니다. 잠시 후 다시 시도하세요."), True),
     "redirect_refused": (
-        "MCP 서버가 다른 주소로 이동하라고 응답해 요청을 중단했습니다.",
+        _("MCP 서버가 다른 주소로 이동하라고 응답해 요청을 중단했습니다."),
         False,
     ),
     # The contract: a wrong Origin is shown as a general error.
     "origin_refused": (GENERAL_MESSAGE, False),
-    "malformed_response": ("MCP 서버의 응답 형식이 올바르지 않습니다.", False),
-    "protocol_mismatch": ("MCP 서버의 프로토콜 버전을 지원하지 않습니다.", False),
-    "connection_failed": ("MCP 서버에 연결할 수 없습니다. 잠시 후 다시 시도하세요.", True),
-    "tool_not_allowed": ("허용되지 않은 도구입니다. 요청을 보내지 않았습니다.", False),
-    "tool_not_offered": ("MCP 서버가 허용된 도구를 제공하지 않습니다.", False),
-    "tool_contract_mismatch": ("MCP 서버 도구의 입력 형식이 계약과 다릅니다.", False),
+    "malformed_response": (_("MCP 서버의 응답 형식이 올바르지 않습니다."), False),
+    "protocol_mismatch": (_("MCP 서버의 프로토콜 버전을 지원하지 않습니다."), False),
+    "connection_failed": (_("MCP 서버에 연결할 수 없습니다. 잠시 후 다시 시도하세요."), True),
+    "tool_not_allowed": (_("허용되지 않은 도구입니다. 요청을 보내지 않았습니다."), False),
+    "tool_not_offered": (_("MCP 서버가 허용된 도구를 제공하지 않습니다."), False),
+    "tool_contract_mismatch": (_("MCP 서버 도구의 입력 형식이 계약과 다릅니다."), False),
     "tool_held": (
-        "도구 정의가 변경되어 관리자가 승인할 때까지 호출이 보류되었습니다.",
+        _("도구 정의가 변경되어 관리자가 승인할 때까지 호출이 보류되었습니다."),
         False,
     ),
-    "invalid_arguments": ("질문 또는 조회 건수가 올바르지 않습니다.", False),
-    "endpoint_unavailable": ("MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다.", False),
+    "invalid_arguments": (_("질문 또는 조회 건수가 올바르지 않습니다."), False),
+    "endpoint_unavailable": (_("MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다."), False),
     "bearer_refused": (
-        "사용자 VPD 토큰은 KB VPD 서버에만 보낼 수 있습니다. 요청을 보내지 않았습니다.",
+        _("사용자 VPD 토큰은 KB VPD 서버에만 보낼 수 있습니다. 요청을 보내지 않았습니다."),
         False,
     ),
-    "server_disabled": ("사용하지 않도록 설정된 MCP 서버입니다.", False),
-    "server_not_registered": ("등록된 MCP 서버가 아닙니다.", False),
-    "session_expired": ("MCP 세션이 만료되었습니다. 다시 시도하세요.", True),
-    "server_error": ("MCP 서버 오류가 발생했습니다. 잠시 후 다시 시도하세요.", True),
-    "rpc_error": ("MCP 서버가 요청을 처리하지 못했습니다.", False),
+    "server_disabled": (_("사용하지 않도록 설정된 MCP 서버입니다."), False),
+    "server_not_registered": (_("등록된 MCP 서버가 아닙니다."), False),
+    "session_expired": (_("MCP 세션이 만료되었습니다. 다시 시도하세요."), True),
+    "server_error": (_("MCP 서버 오류가 발생했습니다. 잠시 후 다시 시도하세요."), True),
+    "rpc_error": (_("MCP 서버가 요청을 처리하지 못했습니다."), False),
     "http_error": (GENERAL_MESSAGE, False),
     "error": (GENERAL_MESSAGE, False),
 }
 
 
 def to_public_mcp_error(exc: BaseException) -> PublicMcpError:
-    """A safe Korean message for any failure: no server text, no URL, no token."""
+    """A safe message for any failure, in the active language: no server text, URL or token."""
     if isinstance(exc, McpClientError):
         code, status = exc.code, exc.http_status
     elif isinstance(exc, EndpointError):
@@ -262,4 +264,4 @@ def to_public_mcp_error(exc: BaseException) -> PublicMcpError:
     else:
         code, status = "error", None
     message, retryable = PUBLIC_MESSAGES.get(code, PUBLIC_MESSAGES["error"])
-    return PublicMcpError(code=code, message=message, http_status=status, retryable=retryable)
+    return PublicMcpError(code=code, message=str(message), http_status=status, retryable=retryable)

@@ -4,7 +4,11 @@ import getpass
 import unicodedata
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from kb.models import Stakeholder
 from registry.console import ConsoleError, console_token
@@ -24,7 +28,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("question", nargs="?", default="", help="질문 (예: 담당 고객 목록)")
+        parser.add_argument(
+            "question", nargs="?", default="", help="the question, e.g. 담당 고객 목록"
+        )
         parser.add_argument(
             "--as", dest="stakeholder", required=True, help="stakeholder id, e.g. KB-P-001"
         )
@@ -39,17 +45,23 @@ class Command(BaseCommand):
             "--discover", action="store_true", help="only discover the server's tools"
         )
 
-    def handle(self, *args, question, stakeholder, limit, server, presets, discover, **options):
+    def handle(self, *args, **options):
+        # A terminal has no browser to ask: the command speaks the server's LANGUAGE_CODE.
+        with translation.override(settings.LANGUAGE_CODE):
+            self._ask(**options)
+
+    def _ask(self, *, question, stakeholder, limit, server, presets, discover, **options):
         kind = ConsoleTurn.Kind.DISCOVER if discover else ConsoleTurn.Kind.CALL
         if not discover and not question.strip():
-            raise CommandError("질문을 입력하세요.")
+            raise CommandError(_("질문을 입력하세요."))
         prompt = None if discover else question
         audit = {"actor": f"console:{_os_user()}", "prompt": prompt}
         registered = server_get_enabled(server_id=server)
         if registered is None:
             self._refuse(
                 ConsoleError(
-                    f"등록되어 사용 중인 MCP 서버 {server!r}가 없습니다.",
+                    _("등록되어 사용 중인 MCP 서버 %(server)s가 없습니다.")
+                    % {"server": repr(server)},
                     code="server_not_registered",
                 ),
                 kind=kind,
@@ -93,11 +105,14 @@ class Command(BaseCommand):
             return
         outcome = exchange.result
         if outcome.is_error:
-            raise CommandError(f"도구 오류: {outcome.text[:500]} [request id {outcome.request_id}]")
+            raise CommandError(
+                _("도구 오류: %(text)s [request id %(request_id)s]")
+                % {"text": outcome.text[:500], "request_id": outcome.request_id}
+            )
         self._print_answer(outcome)
 
     def _refuse(self, refusal: ConsoleError, *, kind, server_id, actor, prompt):
-        """Nothing was sent: say why in Korean, and keep it on the record."""
+        """Nothing was sent: say why, and keep it on the record."""
         mcp_exchange_audit(
             exchange=None,
             kind=kind,
@@ -110,21 +125,32 @@ class Command(BaseCommand):
         raise CommandError(str(refusal))
 
     def _print_discovery(self, discovery):
-        self.stdout.write(f"서버: {discovery.server_id} ({discovery.endpoint})")
-        self.stdout.write(f"프로토콜 버전: {discovery.protocol_version}")
-        self.stdout.write(f"세션 발급: {'예' if discovery.session_issued else '아니요'}")
-        self.stdout.write(f"도구: {', '.join(discovery.tool_names)}")
-        self.stdout.write(f"허용 도구: {discovery.tool} (고정 상태: {discovery.pin_state})")
+        issued = _("예") if discovery.session_issued else _("아니요")
+        self.stdout.write(
+            _("서버: %(server)s (%(endpoint)s)")
+            % {"server": discovery.server_id, "endpoint": discovery.endpoint}
+        )
+        self.stdout.write(_("프로토콜 버전: %(version)s") % {"version": discovery.protocol_version})
+        self.stdout.write(_("세션 발급: %(issued)s") % {"issued": issued})
+        self.stdout.write(_("도구: %(tools)s") % {"tools": ", ".join(discovery.tool_names)})
+        self.stdout.write(
+            _("허용 도구: %(tool)s (고정 상태: %(pin)s)")
+            % {"tool": discovery.tool, "pin": discovery.pin_state}
+        )
 
     def _print_answer(self, result):
         answer = result.answer or {}
         interpretation = answer.get("interpretation") or {}
         summary = interpretation.get("summary") or ""
         stakeholder = answer.get("stakeholder") or {}
-        self.stdout.write(f"해석: {summary}")
+        self.stdout.write(_("해석: %(summary)s") % {"summary": summary})
         self.stdout.write(
-            f"조회자: {stakeholder.get('id', '')} ({stakeholder.get('role', '')}), "
-            f"기준일 {answer.get('as_of', '')}"
+            _("조회자: %(id)s (%(role)s), 기준일 %(as_of)s")
+            % {
+                "id": stakeholder.get("id", ""),
+                "role": stakeholder.get("role", ""),
+                "as_of": answer.get("as_of", ""),
+            }
         )
         help_ = interpretation.get("help") or {}
         if help_.get("message"):
@@ -136,14 +162,17 @@ class Command(BaseCommand):
         if columns:
             self.stdout.write("")
             self.stdout.write(_table(columns, rows, set(answer.get("masked_columns") or [])))
-        more = " (더 있음)" if answer.get("truncated") else ""
+        rows_count = result.row_count or 0
+        shown = ngettext("%(n)s건", "%(n)s건", rows_count) % {"n": rows_count}
+        more = _(" (더 있음)") if answer.get("truncated") else ""
         self.stdout.write("")
         self.stdout.write(
-            f"{result.row_count or 0}건{more} · limit {result.limit} "
+            f"{shown}{more} · limit {result.limit} "
             f"({LIMIT_MIN}~{LIMIT_MAX}) · request id {result.request_id}"
         )
         if answer.get("masked_columns"):
-            self.stdout.write(f"마스킹된 열: {', '.join(answer['masked_columns'])}")
+            masked = ", ".join(answer["masked_columns"])
+            self.stdout.write(_("마스킹된 열: %(columns)s") % {"columns": masked})
 
 
 def _os_user() -> str:
@@ -172,7 +201,7 @@ def _cell(value) -> str:
 
 
 def _table(columns: list[dict], rows: list[dict], masked: set[str]) -> str:
-    """Columns labelled in Korean (with their ids), wide characters counted as two."""
+    """Columns labelled as the answer labels them (and their ids); wide characters count two."""
     names = [c.get("name", "") for c in columns]
     headers = [
         f"{c.get('label') or c.get('name', '')}({c.get('name', '')})"
