@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
 
-.PHONY: run test test-fast lint format bench clean chromium
+.PHONY: run test test-fast lint format messages bench clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ test: lint chromium
 # In-process tests on SQLite only: no server, subprocess, worker, browser or bulk data (`slow`).
 test-fast: $(VENV)/.installed
 	$(BIN)/pytest -q -m "not slow" -n 2
+
+# The English catalogue: collect our messages into locale/en, then compile it. The .mo is committed,
+# so `make run` needs no gettext; this target does (xgettext, msgmerge, msgfmt).
+messages: $(VENV)/.installed
+	$(MANAGE) makemessages -l en
+	$(MANAGE) compilemessages -l en --ignore=.venv --ignore=node_modules
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
