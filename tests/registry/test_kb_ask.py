@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -84,6 +85,32 @@ def test_the_planner_gets_a_table_of_their_customers(kb_ask, world):
 def test_the_limit_is_passed_and_clamped(kb_ask):
     assert "limit 2 " in kb_ask("--as", "KB-M-001", "담당 고객 목록", "--limit", "2")
     assert last_console_event("KB-M-001").row_count <= 2
+
+
+def test_with_language_code_en_it_speaks_english(kb_ask, settings):
+    settings.LANGUAGE_CODE = "en"
+    out = kb_ask("--as", "KB-P-001", "list my customers", "--limit", "3")
+    assert out.startswith("Understood as: ")
+    assert "Asked as: KB-P-001 (planner), as of " in out
+    assert re.search(r"\n3 rows \(more\) · limit 3 ", out), out
+    with pytest.raises(CommandError, match=r"^This user may not query \(HTTP 403\)"):
+        kb_ask("--as", "KB-P-099", "list my customers")
+    with pytest.raises(CommandError, match=r"^Enter a question\.$"):
+        kb_ask("--as", "KB-P-001", " ")
+
+
+def test_the_tools_refusal_is_in_the_questions_language_and_the_rest_in_language_code(
+    kb_ask, settings
+):
+    settings.LANGUAGE_CODE = "en"
+    with pytest.raises(CommandError) as refused:
+        kb_ask("--as", "KB-H-001", "customers whose rrn starts with 87")
+    assert str(refused.value).startswith("Tool error: Cannot filter on resident registration")
+    with pytest.raises(CommandError) as refused:
+        kb_ask("--as", "KB-H-001", "고객 전화번호 순으로")
+    assert str(refused.value).startswith(
+        "Tool error: 전화번호(phone) 정렬은(는) 처리할 수 없습니다"
+    )
 
 
 def test_a_suspended_user_is_told_they_have_no_permission(kb_ask, world):
