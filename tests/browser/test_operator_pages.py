@@ -48,6 +48,7 @@ def logged_in(browser, url: str, username: str, language: str, path: str):  # no
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
     page.wait_for_selector("#content")
+    assert page.get_attribute("html", "lang") == language, "the admin follows the browser"
     return page
 
 
