@@ -152,3 +152,14 @@ def test_the_agent_set_up_page_has_a_copy_button_for_each_client(pages_site, bro
     secret = ["#issued-token", "#setup-vscode", "#setup-claude", "#setup-inspector"]
     shot(page, f"agent-setup-{language}", mask=secret)
     page.close()
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/registry/consoleturn/", "/admin/registry/tokendelegation/add/"]
+)
+def test_an_auditor_is_kept_out_of_the_console_and_the_token_issue_page(pages_site, browser, path):  # noqa: F811
+    page = logged_in(browser, pages_site, "pages-auditor", "en", "/admin/")
+    response = page.goto(f"{pages_site}{path}")
+    assert response.status == 403
+    assert "setup-vscode" not in page.content() and "console-form" not in page.content()
+    page.close()
