@@ -51,7 +51,7 @@ test-fast: $(VENV)/.installed
 # The English catalogue: collect our messages into locale/en, then compile it. The .mo is committed,
 # so `make run` needs no gettext; this target does (xgettext, msgmerge, msgfmt).
 messages: $(VENV)/.installed
-	$(MANAGE) makemessages -l en
+	$(MANAGE) makemessages -l en --no-wrap
 	$(MANAGE) compilemessages -l en --ignore=.venv --ignore=node_modules
 
 bench: $(VENV)/.installed

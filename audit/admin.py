@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm
-from audit.overview import HOUR_FORMAT, audit_overview
+from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
 from audit.verification import verify_and_record
 from core.admin import ReadOnlyAdmin
 from core.charts import Series, stacked_bar_chart
@@ -237,6 +237,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
                 for outcome, counts in overview.by_outcome.items()
             ],
             "pending_url": _events_url(delivery_state="pending"),
+            "summaries_read_max": SUMMARIES_READ_MAX,
         }
         return TemplateResponse(request, "admin/audit/overview.html", context)
 

@@ -118,3 +118,29 @@ def test_an_hour_that_is_not_one_filters_nothing_and_breaks_nothing(history, cli
     client.force_login(auditor)
     response = client.get("/admin/audit/auditevent/", {"hour": "not-an-hour"})
     assert response.status_code == 200
+
+
+def test_past_the_summary_cap_only_the_newest_summaries_are_read_and_the_page_says_so(
+    client, auditor, settings, monkeypatch
+):
+    import audit.overview
+
+    monkeypatch.setattr(audit.overview, "SUMMARIES_READ_MAX", 2)
+    now = timezone.now()
+    audit_events_append(
+        events=[
+            {
+                "action": AuditEvent.Action.MCP_REFUSALS_SUMMARY,
+                "outcome": Outcome.SUMMARY,
+                "occurred_at": now - timedelta(minutes=minutes),
+                "changes": {"counts": {"401 missing_token": 10}},
+            }
+            for minutes in (1, 2, 3)
+        ]
+    )
+    overview = audit_overview(now=now)
+    assert overview.summaries_capped
+    assert {e.reason: e.count for e in overview.refusals} == {"missing_token": 20}
+    client.force_login(auditor)
+    body = client.get("/admin/audit/auditevent/overview/").content.decode()
+    assert 'id="overview-summaries-capped"' in body
