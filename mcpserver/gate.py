@@ -136,7 +136,10 @@ class McpGate:
         if record.outcome is None:
             record.outcome = Outcome.ALLOWED if record.status < 400 else Outcome.ERROR
         _log(record)
-        metrics.request_counted(record)
+        try:
+            metrics.request_counted(record)
+        except Exception:  # a count that cannot be kept (e.g. a full disk) never costs an answer
+            logger.exception("mcp metrics failed request_id=%s", record.request_id)
         if self.auditor is None:
             return True
         try:

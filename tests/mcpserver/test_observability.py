@@ -196,3 +196,35 @@ def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(wo
     exported = b"".join(_Collector.received)
     for secret in (token.encode(), PLANNER_PROMPT.encode(), "카나리아".encode()):
         assert secret not in exported
+
+
+def test_a_count_that_cannot_be_kept_never_costs_an_answer(monkeypatch):
+    """The gate answers and records the request even when the metrics store fails."""
+    import asyncio
+
+    from mcpserver import gate, metrics
+    from mcpserver.records import RequestRecord
+
+    def broken(record):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(metrics, "request_counted", broken)
+    recorded = []
+
+    class Auditor:
+        async def completed(self, record):
+            recorded.append(record.request_id)
+
+    the_gate = gate.McpGate(
+        None,
+        allowed_hosts=["127.0.0.1"],
+        allowed_origins=[],
+        resource_url="",
+        authorization_servers=[],
+        max_body_bytes=1024,
+        rate_limits=None,
+        auditor=Auditor(),
+    )
+    record = RequestRecord(request_id="r-1", started=0.0)
+    assert asyncio.run(the_gate._finish(record)) is True
+    assert recorded == ["r-1"]
