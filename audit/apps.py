@@ -13,7 +13,7 @@ class AuditConfig(AppConfig):
         from core.metrics import scrape_collector_add
 
         checks.register(checkpoint_keys_check)
-        scrape_collector_add(AuditStateCollector)
+        scrape_collector_add(AuditStateCollector())
 
 
 def checkpoint_keys_check(app_configs, **kwargs):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import os
-from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -31,37 +30,26 @@ from rest_framework.views import APIView
 from core.api_tokens import ApiTokenAuthentication
 
 # Collectors that read state at scrape time (the database), added by apps in their ready().
-_scrape_collectors: list[Callable[[], object]] = []
+_scrape_collectors: list = []
 
 SCRAPE_PERMISSION = "audit.view_auditevent"
 
 
-def scrape_collector_add(make: Callable[[], object]) -> None:
-    """`make()` returns a collector for one scrape (its `collect()` reads what it reports)."""
-    _scrape_collectors.append(make)
+def scrape_collector_add(collector) -> None:
+    """A collector whose `collect()` reads what it reports, at every scrape."""
+    _scrape_collectors.append(collector)
 
 
 def metrics_text() -> bytes:
+    registry = CollectorRegistry()
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if directory:
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=directory)
+        MultiProcessCollector(registry, path=directory)  # every worker's files, summed
     else:
-        registry = CollectorRegistry()
-        registry.register(_Everything(REGISTRY))
-    for make in _scrape_collectors:
-        registry.register(make())
+        registry.register(REGISTRY)  # this process's own counts
+    for collector in _scrape_collectors:
+        registry.register(collector)
     return generate_latest(registry)
-
-
-class _Everything:
-    """The process's own metrics, beside the scrape-time collectors, in one registry."""
-
-    def __init__(self, source):
-        self.source = source
-
-    def collect(self):
-        return self.source.collect()
 
 
 def address_allowed(address: str) -> bool:
