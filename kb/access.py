@@ -36,8 +36,6 @@ MASK_WORDS = {
     Mask.WITHHELD: _("반환하지 않음"),
     Mask.FROM_BIRTH_YEAR: _("출생 연도로만 계산"),
 }
-# A contract follows its customer and a payment its contract: the record that decides each.
-_DECIDED_BY = {CONTRACTS: "customer_id", PAYMENTS: "contract_id"}
 
 
 @dataclass(frozen=True)
@@ -129,14 +127,11 @@ def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisi
     except PolicyRefused as exc:
         return RecordVisibility(entity, record_id, False, exc.message)
     spec = ENTITIES[entity]
-    decided_by = _DECIDED_BY.get(entity)
-    fields = [spec.key, "customer_id", "planner_id", "branch_id"]
-    if decided_by:
-        fields.append(decided_by)
     answer = execute_plan(
         {
             "entity": entity,
-            "fields": list(dict.fromkeys(fields)),
+            # The record's customer is what the rule decides by (contracts and payments follow it).
+            "fields": list(dict.fromkeys([spec.key, "customer_id"])),
             "filters": [{"field": spec.key, "op": "eq", "value": record_id}],
             "limit": 1,
         },
