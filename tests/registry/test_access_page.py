@@ -2,10 +2,8 @@
 in words, its masked columns, its tools and their pins, and whether one record is visible to it.
 Counts are checked against truth computed from the dataset's CSV files."""
 
-import csv
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,27 +17,25 @@ from kb.models import Stakeholder
 from registry.declarations import KB_TOOL_NAME
 from registry.models import McpServer, ToolPin
 from registry.services import delegation_issue
-from tests.mcpserver.conftest import visible_customers_from_csv
+from tests.kb.conftest import (
+    demo_rows,
+    expected_contract_ids,
+    expected_customer_ids,
+    expected_payment_ids,
+)
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]
-
-DATA = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
-
-
-def csv_rows(name: str) -> list[dict]:
-    with open(DATA / name, encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def truth_counts() -> dict[str, tuple[int, int, int]]:
     """stakeholder id -> (customers, contracts, payments) it may see, from the CSV files alone."""
-    contracts, payments = csv_rows("contracts.csv"), csv_rows("premium_payments.csv")
-    result = {}
-    for stakeholder_id, customers in visible_customers_from_csv().items():
-        their_contracts = {c["contract_id"] for c in contracts if c["customer_id"] in customers}
-        their_payments = [p for p in payments if p["contract_id"] in their_contracts]
-        result[stakeholder_id] = (len(customers), len(their_contracts), len(their_payments))
-    return result
+    return {
+        person["stakeholder_id"]: tuple(
+            len(expected(person["stakeholder_id"]))
+            for expected in (expected_customer_ids, expected_contract_ids, expected_payment_ids)
+        )
+        for person in demo_rows("stakeholders")
+    }
 
 
 @pytest.fixture
@@ -92,7 +88,7 @@ def test_the_page_says_the_rule_in_words_with_the_counts(kb_demo, client):
     assert f"강남지점(BR-GN) 고객 {c}명" in manager
 
     hq = page(client, "KB-H-001")
-    assert f"전체 고객 {len(csv_rows('customers.csv'))}명" in hq
+    assert f"전체 고객 {len(demo_rows('customers'))}명" in hq
 
 
 def test_masked_columns_are_listed_with_how_they_are_shown(kb_demo, client):
@@ -167,9 +163,9 @@ def test_one_record_is_visible_or_not_and_the_rule_is_named(
 
 
 def test_records_of_another_planner_are_not_visible_and_agree_with_the_csv(kb_demo, client):
-    visible = visible_customers_from_csv()["KB-P-001"]
-    others = sorted({row["customer_id"] for row in csv_rows("customers.csv")} - visible)
-    contracts = csv_rows("contracts.csv")
+    visible = expected_customer_ids("KB-P-001")
+    others = sorted({row["customer_id"] for row in demo_rows("customers")} - visible)
+    contracts = demo_rows("contracts")
     foreign_contract = next(c["contract_id"] for c in contracts if c["customer_id"] in others)
     own_contract = next(c["contract_id"] for c in contracts if c["customer_id"] in visible)
     client.force_login(user_in(MCP_ADMINS))
