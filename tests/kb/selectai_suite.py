@@ -48,6 +48,13 @@ FAMILIES = (
 COUNT_COLUMNS = ("count", "customer_count", "contract_count", "payment_count")
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
+# What one question's run comes to (bench/selectai_accuracy.py prints these per family):
+RIGHT = "right"  # the truth, or the refusal the case expects
+REFUSED = "refused"  # a refusal that names what it could not use, where an answer was possible
+FLAGGED = "flagged"  # a wrong answer that says it left words out (interpretation.ignored)
+SILENT = "silent"  # a wrong answer that says nothing: the defect that matters most
+OUTCOMES = (RIGHT, REFUSED, FLAGGED, SILENT)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -68,21 +75,44 @@ class Case:
 
     def run(self) -> dict | None:
         """The checked answer (None for a refusal); AssertionError when it is wrong."""
-        from kb.answering import ConditionRefused
-
         if self.refusal:
             try:
                 answer = self.ask()
-            except ConditionRefused as exc:
+            except refusals() as exc:
                 self.check(exc)
                 return None
             raise AssertionError(f"answered instead of refused; {describe(answer)}")
-        answer = self.ask()
+        try:
+            answer = self.ask()
+        except refusals() as exc:
+            raise AssertionError(f"refused instead of answered: {exc}") from None
         try:
             self.check(answer)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; {describe(answer)}") from None
         return answer
+
+    def outcome(self) -> tuple[str, dict | Exception]:
+        """One of OUTCOMES, with the answer or the refusal it was judged on."""
+        try:
+            answer = self.ask()
+        except refusals() as exc:
+            if not self.refusal:
+                return REFUSED, exc
+            try:
+                self.check(exc)
+            except AssertionError:
+                return REFUSED, exc  # a refusal, but not the one the case names
+            return RIGHT, exc
+        if not self.refusal:
+            try:
+                self.check(answer)
+                return RIGHT, answer
+            except AssertionError:
+                pass
+        interpretation = answer.get("interpretation") or {}
+        said_so = interpretation.get("ignored") or interpretation.get("help")
+        return (FLAGGED if said_so else SILENT), answer
 
     def check_policy_exact(self) -> None:
         """The answer, right or wrong, keeps to the asker's rows and masks and to the schema."""
@@ -92,6 +122,14 @@ class Case:
         assert_policy_exact(answer, self.stakeholder_id)
         jsonschema = pytest.importorskip("jsonschema")
         jsonschema.validate(json.loads(json.dumps(answer)), ANSWER_JSON_SCHEMA)
+
+
+def refusals() -> tuple[type[Exception], ...]:
+    """What the engine raises when it does not answer: a condition it cannot honour, or an asker
+    who may not query."""
+    from kb.policy import ConditionRefused, PolicyRefused
+
+    return (ConditionRefused, PolicyRefused)
 
 
 def params(cases: list[Case], known_misses: dict[str, str]) -> list:
