@@ -36,6 +36,7 @@ from tests.kb.selectai_suite import (  # noqa: F401  (the cases below use these)
     group,
     grouped,
     month_in,
+    nothing_visible,
     paid_totals,
     payment_view,
     pays,

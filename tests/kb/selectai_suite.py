@@ -304,6 +304,21 @@ def counted(key: str, expected: frozenset):
     return check
 
 
+def nothing_visible():
+    """No row, or a count of 0: what the asker may see holds nothing the question asks for (a
+    question can narrow the asker's scope, never widen it)."""
+
+    def check(answer):
+        columns, rows = _columns(answer), answer["rows"]
+        count = next((c for c in COUNT_COLUMNS if c in columns), None)
+        if count and len(rows) == 1:
+            assert rows[0][count] == 0, f"count {rows[0][count]}, want 0"
+            return
+        assert rows == [], f"{len(rows)} rows, want none"
+
+    return check
+
+
 def refused(*words: str, english: bool = False):
     """ConditionRefused, in the question's language, naming the condition."""
 
