@@ -1,14 +1,16 @@
-"""Select AI accuracy per question family over the prompt suite (tests/kb/selectai_suite.py).
+"""Select AI accuracy per question family: what each question of the three sets comes to.
 
-A second table scores the held-out set (tests/kb/selectai_heldout.py): questions written after the
-parser was tuned on the suite and not used to tune it.
+The sets: the prompt suite (tests/kb/selectai_suite.py), the held-out set
+(tests/kb/selectai_heldout.py) and the second held-out set (tests/kb/selectai_heldout2.py).
+Each question is right (the truth, or the refusal it expects), refused naming what could not be
+used, wrong but flagged (its answer lists words it left out), or wrong and silent.
 
     .venv/bin/python bench/selectai_accuracy.py
     .venv/bin/python bench/selectai_accuracy.py --verbose     # also each wrong case and why
 
 Runs in a child process on a throwaway SQLite database (migrated, demo data loaded) with the
-built-in parser. A case is correct when its answer equals the truth computed from the CSV files;
-policy-exact counts the answers (refusal cases excluded) whose rows and masks follow the policy.
+built-in reader. A case is right when its answer equals the truth computed from the CSV files;
+policy-exact counts the answers and refusals that keep to the asker's rows and masks.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ import childproc
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SUITES = (
+    ("suite", "prompt suite (the reader was tuned on it)"),
+    ("heldout", "held-out set (written after tuning, not used to tune)"),
+    ("heldout2", "second held-out set (written before the staged reader, by others)"),
+)
+
+
 def child() -> None:
     import io
 
@@ -34,61 +43,83 @@ def child() -> None:
     call_command("migrate", verbosity=0)
     call_command("load_kb_demo", stdout=io.StringIO())
     from tests.kb.selectai_heldout import CASES as HELDOUT
-    from tests.kb.selectai_suite import CASES
-    from tests.kb.truth import assert_policy_exact
+    from tests.kb.selectai_heldout2 import CASES as HELDOUT2
+    from tests.kb.selectai_suite import CASES, RIGHT, refusals
+    from tests.kb.truth import assert_policy_exact, assert_refusal_policy_exact
 
     results, wrong = [], []
-    for case in [*CASES, *HELDOUT]:
-        correct, exact = True, None
-        try:
-            case.run()
-        except Exception as exc:  # AssertionError: wrong; anything else: wrong too
-            correct = False
-            wrong.append(f"{case.id} [{case.stakeholder_id}] {case.prompt}: {exc}"[:400])
-        if not case.refusal:
+    for suite, cases in (("suite", CASES), ("heldout", HELDOUT), ("heldout2", HELDOUT2)):
+        for case in cases:
             try:
-                assert_policy_exact(case.ask(), case.stakeholder_id)
+                outcome, got = case.outcome()
+            except Exception as exc:  # a crash is a wrong answer that says nothing
+                outcome, got = "silent", exc
+            if outcome != RIGHT:
+                wrong.append(f"{outcome:8} {case.id} [{case.stakeholder_id}] {case.prompt}: "
+                             f"{_said(got)}"[:500])  # fmt: skip
+            try:
+                if isinstance(got, refusals()):
+                    assert_refusal_policy_exact(got.message, case.stakeholder_id)
+                elif isinstance(got, dict):
+                    assert_policy_exact(got, case.stakeholder_id)
                 exact = True
-            except Exception:
+            except AssertionError:
                 exact = False
-        results.append(
-            {
-                "family": case.family,
-                "heldout": case.id.startswith("heldout-"),
-                "correct": correct,
-                "exact": exact,
-            }
-        )
+            results.append(
+                {"suite": suite, "family": case.family, "outcome": outcome, "exact": exact}
+            )
     childproc.print_result({"results": results, "wrong": wrong})
 
 
-def report(result: dict, verbose: bool) -> None:
-    suite = [r for r in result["results"] if not r.get("heldout")]
-    heldout = [r for r in result["results"] if r.get("heldout")]
-    print("prompt suite (the parser was tuned on it)")
-    table(suite)
-    if heldout:
-        print("\nheld-out set (written after tuning, not used to tune)")
-        table(heldout)
-    checked = [r["exact"] for r in result["results"] if r["exact"] is not None]
-    print(f"policy-exact answers (both sets): {sum(checked) / len(checked):.1%} of {len(checked)}")
+def _said(got) -> str:
+    if isinstance(got, Exception):
+        return f"{type(got).__name__}: {getattr(got, 'message', got)}"
+    interpretation = got.get("interpretation", {})
+    return (
+        f"plan={interpretation.get('plan')} ignored={interpretation.get('ignored')}"
+        f" rows={got.get('row_count')}"
+    )
+
+
+def report(result: dict, verbose: bool, markdown: bool) -> None:
+    for suite, title in SUITES:
+        rows = [r for r in result["results"] if r["suite"] == suite]
+        if rows:
+            print(f"\n{title}")
+            table(rows, markdown)
+    checked = [r["exact"] for r in result["results"]]
+    print(f"\npolicy-exact answers and refusals (all sets): {sum(checked) / len(checked):.1%}"
+          f" of {len(checked)}")  # fmt: skip
     for line in result["wrong"] if verbose else []:
-        print("  wrong:", line)
+        print("  ", line)
 
 
-def table(results: list[dict]) -> None:
-    print(f"{'family':14} {'cases':>5} {'correct':>7} {'accuracy':>8}")
-    for family in dict.fromkeys(r["family"] for r in results):
-        rows = [r for r in results if r["family"] == family]
-        correct = sum(r["correct"] for r in rows)
-        print(f"{family:14} {len(rows):5} {correct:7} {correct / len(rows):8.1%}")
-    correct = sum(r["correct"] for r in results)
-    print(f"{'all':14} {len(results):5} {correct:7} {correct / len(results):8.1%}")
+OUTCOMES = ("right", "refused", "flagged", "silent")
+
+
+def table(results: list[dict], markdown: bool) -> None:
+    """Per family: right; refused naming the words; wrong but flagged; wrong and silent."""
+    header = ("family", "cases", "right", "refused", "flagged", "silent", "right %")
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+    else:
+        print(f"{header[0]:18}" + "".join(f"{h:>9}" for h in header[1:]))
+    families = list(dict.fromkeys(r["family"] for r in results)) + ["all"]
+    for family in families:
+        rows = [r for r in results if family in ("all", r["family"])]
+        counts = [sum(r["outcome"] == o for r in rows) for o in OUTCOMES]
+        cells = [family, len(rows), *counts, f"{counts[0] / len(rows):.1%}"]
+        if markdown:
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+        else:
+            print(f"{cells[0]:18}" + "".join(f"{c:>9}" for c in cells[1:]))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--verbose", action="store_true", help="list the wrong cases")
+    parser.add_argument("--verbose", action="store_true", help="list the cases not right")
+    parser.add_argument("--markdown", action="store_true", help="tables as Markdown")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -106,7 +137,7 @@ def main() -> int:
     if result is None:
         print("Select AI accuracy run failed (output above)")
         return 1
-    report(result, args.verbose)
+    report(result, args.verbose, args.markdown)
     return 0
 
 

@@ -106,3 +106,18 @@ def assert_policy_exact(answer: dict, stakeholder_id: str) -> None:
     if role == "hq_analyst":
         for column in ("phone", "rrn"):
             assert all(row.get(column) is None for row in answer["rows"])
+
+
+def assert_refusal_policy_exact(message: str, stakeholder_id: str) -> None:
+    """A refusal says nothing of a row the asker may not see, nor a value it sees masked."""
+    role = role_of(stakeholder_id)
+    visible = expected_customer_ids(stakeholder_id)
+    for customer in CUSTOMERS.values():
+        if customer["customer_id"] not in visible:
+            for column in ("customer_id", "customer_name", "phone", "rrn"):
+                assert customer[column] not in message, (column, customer["customer_id"])
+            continue
+        for column in ("customer_name", "phone", "rrn", "birth_date"):
+            value = customer[column]
+            if shown(role, column, value) != value:
+                assert value not in message, (column, customer["customer_id"])

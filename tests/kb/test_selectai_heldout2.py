@@ -1,0 +1,163 @@
+"""The second held-out Select AI set (tests/kb/selectai_heldout2.py), one test per question.
+
+Written before the reader was changed against it, by people who had not read the reader. Each
+question must come out right; the few that do not are listed in KNOWN_MISSES with what they come
+to instead (a named refusal, a flagged answer or a silent one), so a change in either direction
+fails until the table says so. Every answer and every refusal keeps to the asker's policy.
+"""
+
+import pytest
+
+from tests.kb.selectai_heldout import CASES as HELDOUT_CASES
+from tests.kb.selectai_heldout2 import CASES, FAMILIES, by_family
+from tests.kb.selectai_suite import CASES as SUITE_CASES
+from tests.kb.selectai_suite import FLAGGED, REFUSED, RIGHT, SILENT, refusals
+from tests.kb.truth import assert_refusal_policy_exact
+
+# case id -> what it comes to instead of RIGHT
+KNOWN_MISSES: dict[str, str] = {
+    "heldout2-birth_age-01": SILENT,
+    "heldout2-birth_age-02": SILENT,
+    "heldout2-birth_age-03": SILENT,
+    "heldout2-birth_age-04": FLAGGED,
+    "heldout2-birth_age-06": FLAGGED,
+    "heldout2-birth_age-07": SILENT,
+    "heldout2-birth_age-12": FLAGGED,
+    "heldout2-birth_age-13": SILENT,
+    "heldout2-birth_age-15": FLAGGED,
+    "heldout2-birth_age-16": FLAGGED,
+    "heldout2-birth_age-17": SILENT,
+    "heldout2-birth_age-19": FLAGGED,
+    "heldout2-negated_existence-01": SILENT,
+    "heldout2-negated_existence-02": SILENT,
+    "heldout2-negated_existence-03": SILENT,
+    "heldout2-negated_existence-04": FLAGGED,
+    "heldout2-negated_existence-05": SILENT,
+    "heldout2-negated_existence-06": SILENT,
+    "heldout2-negated_existence-07": SILENT,
+    "heldout2-negated_existence-08": SILENT,
+    "heldout2-negated_existence-09": FLAGGED,
+    "heldout2-negated_existence-10": SILENT,
+    "heldout2-negated_existence-11": FLAGGED,
+    "heldout2-negated_existence-12": SILENT,
+    "heldout2-negated_existence-13": SILENT,
+    "heldout2-negated_existence-14": SILENT,
+    "heldout2-negated_existence-15": SILENT,
+    "heldout2-negated_existence-16": SILENT,
+    "heldout2-negated_existence-17": FLAGGED,
+    "heldout2-negated_existence-18": SILENT,
+    "heldout2-negated_existence-19": SILENT,
+    "heldout2-negated_existence-20": SILENT,
+    "heldout2-value_lists-02": FLAGGED,
+    "heldout2-value_lists-04": SILENT,
+    "heldout2-value_lists-12": SILENT,
+    "heldout2-value_lists-14": SILENT,
+    "heldout2-value_lists-16": SILENT,
+    "heldout2-value_lists-17": SILENT,
+    "heldout2-value_lists-20": SILENT,
+    "heldout2-ranges-03": SILENT,
+    "heldout2-ranges-05": FLAGGED,
+    "heldout2-ranges-06": SILENT,
+    "heldout2-ranges-07": SILENT,
+    "heldout2-ranges-09": SILENT,
+    "heldout2-ranges-10": FLAGGED,
+    "heldout2-ranges-11": FLAGGED,
+    "heldout2-ranges-14": SILENT,
+    "heldout2-ranges-15": FLAGGED,
+    "heldout2-ranges-16": FLAGGED,
+    "heldout2-ranges-17": SILENT,
+    "heldout2-ranges-18": FLAGGED,
+    "heldout2-payment_words-12": FLAGGED,
+    "heldout2-payment_words-14": FLAGGED,
+    "heldout2-payment_words-16": FLAGGED,
+    "heldout2-shape-11": FLAGGED,
+    "heldout2-shape-12": FLAGGED,
+    "heldout2-shape-13": FLAGGED,
+    "heldout2-shape-14": FLAGGED,
+    "heldout2-places-02": FLAGGED,
+    "heldout2-places-04": FLAGGED,
+    "heldout2-places-06": FLAGGED,
+    "heldout2-places-08": FLAGGED,
+    "heldout2-places-09": REFUSED,
+    "heldout2-places-10": REFUSED,
+    "heldout2-places-11": FLAGGED,
+    "heldout2-places-12": FLAGGED,
+    "heldout2-places-17": FLAGGED,
+    "heldout2-places-19": FLAGGED,
+    "heldout2-masked-03": FLAGGED,
+    "heldout2-masked-04": FLAGGED,
+    "heldout2-masked-08": SILENT,
+    "heldout2-masked-09": SILENT,
+    "heldout2-masked-13": FLAGGED,
+    "heldout2-masked-17": FLAGGED,
+    "heldout2-masked-18": FLAGGED,
+    "heldout2-out_of_data-01": FLAGGED,
+    "heldout2-out_of_data-02": FLAGGED,
+    "heldout2-out_of_data-03": FLAGGED,
+    "heldout2-out_of_data-04": FLAGGED,
+    "heldout2-out_of_data-05": FLAGGED,
+    "heldout2-out_of_data-06": FLAGGED,
+    "heldout2-out_of_data-07": FLAGGED,
+    "heldout2-out_of_data-08": FLAGGED,
+    "heldout2-out_of_data-09": FLAGGED,
+    "heldout2-out_of_data-10": FLAGGED,
+    "heldout2-out_of_data-11": FLAGGED,
+    "heldout2-out_of_data-12": FLAGGED,
+    "heldout2-out_of_data-13": FLAGGED,
+    "heldout2-out_of_data-14": FLAGGED,
+    "heldout2-out_of_data-15": FLAGGED,
+    "heldout2-out_of_data-16": FLAGGED,
+    "heldout2-out_of_data-17": FLAGGED,
+    "heldout2-out_of_data-18": FLAGGED,
+    "heldout2-out_of_data-19": FLAGGED,
+    "heldout2-out_of_data-20": FLAGGED,
+    "heldout2-inference-02": FLAGGED,
+    "heldout2-inference-03": FLAGGED,
+    "heldout2-inference-04": FLAGGED,
+    "heldout2-inference-05": REFUSED,
+    "heldout2-inference-07": SILENT,
+    "heldout2-inference-11": SILENT,
+    "heldout2-everyday-04": SILENT,
+    "heldout2-everyday-06": SILENT,
+    "heldout2-everyday-14": SILENT,
+    "heldout2-everyday-17": FLAGGED,
+    "heldout2-everyday-18": FLAGGED,
+    "heldout2-everyday-25": SILENT,
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_the_question_comes_out_as_recorded(kb, case):
+    outcome, _ = case.outcome()
+    assert outcome == KNOWN_MISSES.get(case.id, RIGHT)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_answer_and_refusal_is_policy_exact(kb, case):
+    try:
+        answer = case.ask()
+    except refusals() as exc:
+        assert_refusal_policy_exact(exc.message, case.stakeholder_id)
+        return
+    case.check_policy_exact()
+    assert answer["stakeholder"]["id"] == case.stakeholder_id
+
+
+@pytest.mark.xfail(strict=True, reason="the first run: the reader before it read in stages")
+def test_the_targets_hold():
+    wrong_and_silent = [c for c, outcome in KNOWN_MISSES.items() if outcome == SILENT]
+    assert len(CASES) - len(KNOWN_MISSES) >= 0.92 * len(CASES)
+    assert len(wrong_and_silent) <= 0.02 * len(CASES)
+    assert not [c for c in KNOWN_MISSES if c.startswith("heldout2-out_of_data-")]
+    assert set(KNOWN_MISSES.values()) <= {REFUSED, FLAGGED, SILENT}
+
+
+def test_the_set_is_new_and_spread_over_families():
+    assert len(CASES) >= 200
+    assert set(by_family()) == set(FAMILIES)
+    for family, cases in by_family().items():
+        assert len(cases) >= 10, family
+    earlier = {c.prompt for c in SUITE_CASES} | {c.prompt for c in HELDOUT_CASES}
+    assert not [c.id for c in CASES if c.prompt in earlier]
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert set(KNOWN_MISSES) <= {c.id for c in CASES}
