@@ -11,7 +11,7 @@ import logging
 import time
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.utils import translation
 
 from kb.answers import answer_build
@@ -29,17 +29,28 @@ from kb.policy import (
 from kb.selectai.parser import help_examples, parse_prompt, question_language
 from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
-from kb.selectai.wording import DEFAULT_SCOPE, SCOPE_BY_ROLE
+from kb.selectai.wording import DEFAULT_SCOPE, SCOPE_BY_ROLE, refusal_message, summary_counted
 from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute_plan
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConditionRefused", "answer_question", "prompt_language", "warm_up"]
+__all__ = ["ConditionRefused", "QuestionRefused", "answer_question", "prompt_language", "warm_up"]
 
 EMBEDDED, ORDS = "embedded", "ords"
 BUILTIN, OPENAI_COMPATIBLE = "builtin", "openai_compatible"
 WARM_UP_PROMPT = "이번 달 미납 보험료"
+
+
+class QuestionRefused(ConditionRefused):
+    """The question asks for data the KB does not hold, or holds words the reader could not use:
+    it is not answered as if it were understood. The message quotes those words, says what was
+    understood and offers questions the reader answers in full."""
+
+    def __init__(self, message: str, *, reason: str, words: tuple[str, ...]):
+        PermissionDenied.__init__(self, message)
+        self.message, self.reason, self.words = message, reason, words
+        self.field = self.use = None
 
 
 def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
@@ -74,19 +85,38 @@ def _answer(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
             return answer
 
     parsed = parse_prompt(
-        prompt, vocabulary=vocabulary, as_of=kb_as_of_date(), role=stakeholder.role, limit=limit
+        prompt,
+        vocabulary=vocabulary,
+        as_of=kb_as_of_date(),
+        role=stakeholder.role,
+        limit=limit,
+        stakeholder_id=stakeholder.stakeholder_id,
+        branch_id=stakeholder.branch_id,
     )
     interpretation = {**parsed.interpretation, "source": BUILTIN}
+    if parsed.refusal is not None:
+        # A condition on a masked column is refused as that, whatever else was left unread.
+        if parsed.read_plan is not None:
+            read = _fit_to_role(parsed.read_plan, stakeholder.role, {})
+            _refuse_masked_conditions(read, stakeholder.role, parsed.unexpressed)
+        refusal = parsed.refusal
+        message = refusal_message(refusal, parsed.language)
+        raise QuestionRefused(message, reason=refusal.reason, words=refusal.words)
     if parsed.plan is None:
         return _help_answer(stakeholder, limit, {**interpretation, "help": parsed.help})
     plan = _fit_to_role(parsed.plan, stakeholder.role, interpretation)
     _refuse_masked_conditions(plan, stakeholder.role, parsed.unexpressed)
     try:
-        return execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
+        answer = execute_plan(plan, stakeholder=stakeholder, interpretation=interpretation)
     except PlanError as exc:
         # E.g. sorting by a column this role sees masked: explain instead of failing the call.
         help_ = {"message": exc.message, "examples": help_examples()}
         return _help_answer(stakeholder, limit, {**interpretation, "help": help_})
+    summary = summary_counted(
+        interpretation["summary"], answer["row_count"], answer["truncated"], parsed.language
+    )
+    answer["interpretation"] = {**answer["interpretation"], "summary": summary}
+    return answer
 
 
 def database_roles_checked() -> None:

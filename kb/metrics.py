@@ -19,7 +19,10 @@ REFUSALS = Counter(
     "Select AI questions refused, by reason.",
     ["reason"],
 )
-REFUSAL_REASONS = frozenset({"masked_condition", "policy_refused", "invalid_plan", "engine_error"})
+REFUSAL_REASONS = frozenset(
+    {"masked_condition", "unread_words", "out_of_data", "policy_refused", "invalid_plan"}
+    | {"engine_error"}
+)
 
 
 def answer_family(answer: dict) -> str:

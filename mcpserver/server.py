@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from audit.models import AuditEvent
 from core import tracing
 from kb import metrics as kb_metrics
+from kb.answering import QuestionRefused
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import ConditionRefused, PolicyRefused
@@ -107,6 +108,11 @@ def build_server() -> Server:
                 return tool.error_result(exc.message or _("이 사용자에게 조회 권한 없음"))
         except OrdsError as exc:
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
+            return tool.error_result(exc.message)
+        except QuestionRefused as exc:
+            # Words the reader could not use, or data the KB does not hold: refused by name.
+            # Recorded as allowed like a masked condition: the refusal is the answer.
+            _answered_with_error(record, Outcome.ALLOWED, Reason(exc.reason))
             return tool.error_result(exc.message)
         except ConditionRefused as exc:
             # A condition on a column this user sees masked: refused, and the message says why.

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .romanise import romanise
 from .vocabulary import Vocabulary
 
 # Tags dropped before matching: punctuation/symbols and particles (조사), so "고객의 보험료" and
@@ -104,6 +105,7 @@ def analyse(text: str) -> list[Token]:
 PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     # --- what the question is about -----------------------------------------------------------
     ((("noun", "customer"),), ("고객", "고객님", "손님", "가입자", "계약자", "피보험자", "회원",
+                               "사람", "사람들", "분들", "people", "persons", "person",
                                "customer", "customers", "client", "clients")),
     ((("noun", "contract"),), ("계약", "계약건", "계약 건", "보험계약", "보험 계약", "증권",
                                "contract", "contracts", "policy", "policies")),
@@ -133,7 +135,10 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     ((("pay_status", "미납"), ("noun", "payment")), ("납입 안 한", "납입 안한", "납입 안 된",
                                                      "납입 안된", "납입하지 않은", "납입 하지 않은",
                                                      "납부 안 한", "납부 안한", "납부하지 않은",
-                                                     "내지 않은", "안 낸", "not paid")),
+                                                     "내지 않은", "안 낸", "not paid",
+                                                     "not yet paid", "haven't come in",
+                                                     "have not come in", "not come in",
+                                                     "went unpaid", "gone unpaid")),
     ((("pay_status", "미납"), ("noun", "customer")), ("미납자", "연체자", "체납자", "미납 고객",
                                                       "미납고객", "연체 고객")),
     ((("pay_status", "미납"), ("measure", "amount")), ("미납액", "미납금", "미납 금액", "미납금액",
@@ -170,10 +175,13 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     ((("time", "next_month"),), ("다음 달", "다음달", "내달", "익월", "차월", "담달", "다음 월",
                                  "next month", "coming month")),
     ((("time", "this_year"),), ("올해", "금년", "올 해", "금년도", "올해년도", "이번 해",
-                                "this year", "current year", "ytd")),
+                                "this year", "current year", "ytd", "연말", "올해 말", "올 연말",
+                                "year end", "year-end", "end of the year", "end of this year")),
     ((("time", "last_year"),), ("작년", "지난해", "지난 해", "전년", "전년도", "작년도",
                                 "last year", "previous year")),
-    ((("time", "year_before_last"),), ("재작년")),
+    ((("time", "year_before_last"),), ("재작년",)),
+    # "올 상반기", "올 1분기": 올 is this year's.
+    ((("time", "this_year"),), ("올/NNG", "올/MM")),
     ((("time", "next_year"),), ("내년", "다음 해", "내년도", "next year")),
     ((("time", "h1"),), ("상반기", "first half")),
     ((("time", "h2"),), ("하반기", "second half")),
@@ -199,7 +207,11 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     ((("rank", "bottom"), ("measure", "age")), ("젊은", "젊/VA", "어린", "나이 어린", "나이가 어린",
                                                 "youngest", "younger")),
     # "계약일 순으로": sort by the column just named.
-    ((("order", "by_column"),), ("순/NN", "순서", "순서로", "sorted by", "order by")),
+    ((("order", "by_column"),), ("순/NN", "순서", "순서로", "sorted by", "order by", "정렬",
+                                 "sort", "sorted", "ordered", "arrange")),
+    ((("order", "asc_column"),), ("빠른 순", "빠른순", "이른 순", "가나다순", "가나다 순",
+                                  "alphabetical", "alphabetically")),
+    ((("order", "desc_column"),), ("늦은 순", "늦은순")),
     # --- aggregates, ranking, grouping -------------------------------------------------------
     ((("agg", "sum"),), ("합계", "합", "총합", "총", "합산", "누계", "누적", "total", "sum",
                          "totals")),
@@ -221,13 +233,17 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     ((("sort", "asc"),), ("적은 순", "낮은 순", "작은 순", "적은순", "낮은순", "오름차순",
                           "ascending")),
     ((("most", True),), ("가장", "제일", "젤", "most")),
-    ((("group", True),), ("별/XSN", "별로", "마다", "단위", "by", "per", "each")),
+    ((("group", True),), ("별/XSN", "별로", "마다", "단위", "분포", "분포도", "by", "per", "each",
+                          "distribution", "breakdown")),
     ((("group", True), ("dim", "month")), ("매월", "매달", "달마다", "monthly", "month by month")),
     ((("dim", "branch"),), ("지점", "점포", "영업점", "branch", "branches", "office", "offices")),
     ((("dim", "planner"),), ("설계사", "담당자", "담당 설계사", "플래너", "fp", "컨설턴트",
                              "planner", "planners", "agent", "agents")),
     ((("dim", "product"),), ("상품", "보험상품", "보험 상품", "상품명", "product", "products")),
-    ((("dim", "category"),), ("카테고리", "종류", "분류", "상품군", "보종", "유형", "보험 종류",
+    ((("dim", "category"),), ("product category", "product categories", "product type",
+                              "상품 분류", "상품분류", "상품 카테고리", "상품 종류", "상품종류",
+                              "insurance type", "type of insurance",
+                              "카테고리", "종류", "분류", "상품군", "보종", "유형", "보험 종류",
                               "보험종류", "category", "categories", "type", "types")),
     ((("dim", "month"),), ("월/NNG", "달/NNG", "월간", "month", "months")),
     ((("dim", "grade"),), ("등급", "grade", "grades", "tier")),
@@ -267,23 +283,148 @@ PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
     ((("text_op", "startswith"),), ("앞자리", "앞 자리", "앞번호", "first digits")),
     ((("text_op", "endswith"),), ("끝자리", "끝 자리", "뒷자리", "뒷 자리", "뒷번호", "끝번호",
                                   "끝나는", "끝나/VV", "ends with", "ending with", "last digits")),
+    ((("column", "phone"), ("text_op", "contains")), ("국번", "전화 국번", "가운데 번호",
+                                                     "가운데 자리", "중간 번호", "중간 자리",
+                                                     "middle digits")),
+    ((("text_op", "endswith"),), ("마지막 숫자", "마지막 자리", "마지막 번호", "끝 숫자",
+                                  "last digit")),
     ((("text_op", "contains"),), ("포함", "포함된", "포함하는", "들어간", "contains",
                                   "containing")),
     # --- comparisons and filters ---------------------------------------------------------------
-    ((("cmp", "gte"),), ("이상", "at least", "or more")),
+    ((("cmp", "gt"), ("measure", "age")), ("older than", "aged over", "over the age of")),
+    ((("cmp", "lt"), ("measure", "age")), ("younger than", "aged under", "under the age of")),
+    ((("cmp", "gte"), ("measure", "age")), ("or older", "and older", "or over")),
+    ((("cmp", "lte"), ("measure", "age")), ("or younger", "and younger")),
+    ((("measure", "age"),), ("aged", "years old", "year old")),
+    ((("cmp", "gte"),), ("이상", "at least", "or more", "or above")),
     ((("cmp", "gt"),), ("초과", "넘/VV", "넘게", "over", "above", "more than", "greater than")),
     ((("cmp", "lte"),), ("이하", "at most", "or less")),
     ((("cmp", "lt"),), ("미만", "under", "below", "less than")),
+    # "A와 B 비교": A and B side by side.
+    ((("compare", True),), ("비교", "비교해", "대비", "compare", "compared", "comparison",
+                            "versus", "vs")),
+    # "다른 설계사", "other branches": everyone but the asker (kb.selectai.stages.other_stage).
+    ((("other", True),), ("다른", "타", "남의", "other", "another", "others")),
     ((("gender", "F"),), ("여성", "여자", "여성분", "female", "women", "woman")),
     ((("gender", "M"),), ("남성", "남자", "남성분", "male", "men", "man")),
     # --- who is asking / attempts to widen the scope (noted, never obeyed) --------------------
     ((("mine", True),), ("담당", "내", "나의", "제/NP", "저/NP", "우리", "본인", "my", "mine",
                          "our")),
-    ((("all", True),), ("전체", "모든", "전부", "모두", "전사", "all", "every", "entire",
+    ((("all", True),), ("전체", "모든", "전부", "모두", "전사", "회사 전체", "all", "every",
+                        "entire", "in the company", "company-wide", "whole company",
                         "everyone", "whole")),
-    ((("bypass", True),), ("무시", "우회", "권한", "정책", "제한 없이", "관리자", "ignore",
+    ((("bypass", True),), ("무시", "우회", "권한", "정책", "제한 없이", "관리자", "규칙", "ignore",
+                           "access rules", "rules", "restrictions", "permissions",
                            "bypass", "policy", "override", "admin", "sudo", "vpd")),
 ]  # fmt: skip
+
+# Data the KB does not hold: a question about it is refused by name (kb.selectai.parser).
+ABSENT_TOPICS: dict[str, tuple[str, ...]] = {
+    "claims": (
+        "청구",
+        "보험금 청구",
+        "보험금청구",
+        "청구 건수",
+        "청구건수",
+        "보험금 지급",
+        "지급 내역",
+        "지급액",
+        "사고",
+        "보상",
+        "claim",
+        "claims",
+        "payout",
+        "payouts",
+    ),
+    "address": (
+        "주소",
+        "거주지",
+        "사는 곳",
+        "집 주소",
+        "집주소",
+        "자택",
+        "우편번호",
+        "address",
+        "addresses",
+        "zip code",
+        "postcode",
+    ),
+    "email": ("이메일", "메일", "전자우편", "메일 주소", "email", "e-mail", "emails"),
+    "income": (
+        "소득",
+        "연봉",
+        "월급",
+        "수입",
+        "연소득",
+        "급여",
+        "재산",
+        "income",
+        "salary",
+        "salaries",
+        "earnings",
+        "wealth",
+    ),
+    "credit": (
+        "신용",
+        "신용등급",
+        "신용 등급",
+        "신용점수",
+        "신용 점수",
+        "credit",
+        "credit score",
+        "credit scores",
+        "credit rating",
+    ),
+    "medical": (
+        "병력",
+        "진료",
+        "진료 기록",
+        "진단",
+        "질병",
+        "병원",
+        "의료 기록",
+        "의료기록",
+        "건강검진",
+        "medical",
+        "medical records",
+        "diagnosis",
+        "illness",
+        "hospital",
+    ),
+    "commission": (
+        "수수료",
+        "수당",
+        "커미션",
+        "인센티브",
+        "commission",
+        "commissions",
+        "incentive",
+        "incentives",
+        "bonus",
+    ),
+    "forecast": (
+        "예측",
+        "예상",
+        "전망",
+        "추정",
+        "forecast",
+        "forecasts",
+        "predict",
+        "prediction",
+        "predicted",
+        "projected",
+        "projection",
+        "estimate",
+    ),
+    "job": ("직업", "직장", "회사명", "occupation", "job", "jobs", "employer"),
+    "consent": ("마케팅 동의", "수신 동의", "동의 여부", "마케팅", "consent", "marketing"),
+    "family": ("가족", "배우자", "자녀", "부양가족", "family", "spouse", "children"),
+    "account": ("계좌", "계좌번호", "은행", "bank account", "account number", "bank"),
+    "vehicle": ("차량번호", "차량 번호", "차종", "vehicle", "car number", "license plate"),
+    "beneficiary": ("수익자", "보험수익자", "beneficiary", "beneficiaries"),
+    "nationality": ("국적", "nationality"),
+}
+PHRASES += [((("absent", topic),), words) for topic, words in ABSENT_TOPICS.items()]
 
 # Domain synonyms resolved against the vocabulary at build time: phrase -> a fragment of the
 # product name (or the category name) it stands for. Ignored when the vocabulary lacks it.
@@ -293,8 +434,11 @@ PRODUCT_SYNONYMS: dict[str, str] = {
 }  # fmt: skip
 CATEGORY_SYNONYMS: dict[str, str] = {
     "auto": "자동차", "car": "자동차", "health": "건강", "의료": "건강", "life": "생명",
-    "accident": "상해",
+    "accident": "상해", "auto insurance": "자동차", "health insurance": "건강",
+    "life insurance": "생명", "accident insurance": "상해",
 }  # fmt: skip
+GRADE_SYNONYMS: dict[str, str] = {"브이아이피": "VIP", "normal": "일반",
+                                  "regular": "일반", "standard": "일반"}  # fmt: skip
 
 # Words that look like names of customers ("우수 고객") but are not.
 NOT_NAMES = frozenset(
@@ -504,13 +648,25 @@ def vocabulary_entries(vocabulary: Vocabulary) -> list[tuple[tuple[tuple[str, ob
         entries.append(((("product", code),), alias))
     for branch_id, name in vocabulary.branches.items():
         stem = name.removesuffix("지점").strip() or name
-        for phrase in {name, stem, f"{stem}점", f"{stem} 지점", f"{stem}영업점", branch_id}:
+        latin = romanise(stem)
+        for phrase in {name, stem, f"{stem}점", f"{stem} 지점", f"{stem}영업점", branch_id,
+                       latin, f"{latin} branch", f"{latin} office", f"{latin}지점",
+                       f"{latin} 지점"}:  # fmt: skip
             entries.append(((("branch", branch_id),), phrase))
+    for region in vocabulary.regions:
+        latin = romanise(region)
+        for phrase in (region, f"{region} 지역", f"{region}지역", f"{region} 지점", latin,
+                       f"{latin} area", f"{latin} region"):  # fmt: skip
+            entries.append(((("region", region),), phrase))
     for planner_id, name in vocabulary.planners.items():
         for phrase in (name, planner_id):
             entries.append(((("planner", planner_id),), phrase))
     for grade in vocabulary.grades:
-        entries.append(((("grade", grade),), grade))
+        for phrase in (grade, f"{grade}인", f"{grade} 등급", f"{grade}등급"):
+            entries.append(((("grade", grade),), phrase))
+    for synonym, grade in GRADE_SYNONYMS.items():
+        if grade in vocabulary.grades:
+            entries.append(((("grade", grade),), synonym))
     return entries
 
 

@@ -38,34 +38,107 @@ def year_period(number: NumberMention, as_of: dt.date) -> Period:
     return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")
 
 
-class PeriodResolver:
-    """Resolves the period words and numbers of one prompt against the as-of date."""
+# Words joining two bounds into one range.
+RANGE_FORMS = frozenset({"부터", "까지", "사이", "에서", "~", "between", "and", "to", "from",
+                         "through", "until"})  # fmt: skip
+# A word right after a period that opens it up or says it is the period itself: "다음 달 이후",
+# "올해 안에", "연말까지".
+_TIME_EDGES = {"이후": "after", "부터": "from", "since": "from", "onwards": "from",
+               "이전": "before", "before": "before", "까지": "until", "until": "until",
+               "안": "within", "내": "within", "중": "within", "동안": "within"}  # fmt: skip
+FAR_FUTURE = dt.date(2999, 12, 31)
 
-    def __init__(self, features: Features, tokens: list[Token], as_of: dt.date):
+
+def _open_ended(period: Period | None, edge: str | None, as_of: dt.date, future: bool):
+    """ "다음 달 이후" is after next month; "다음 달부터" from it; "작년 이전" before last year;
+    "연말까지" from now (or the beginning) to the end of the year."""
+    if period is None or edge in (None, "within"):
+        return period
+    if edge == "after":
+        return Period(period.end + dt.timedelta(days=1), FAR_FUTURE, f"{period.label} 이후",
+                      whole_months=False)  # fmt: skip
+    if edge == "from":
+        return Period(period.start, FAR_FUTURE, f"{period.label}부터", whole_months=False)
+    if edge == "before":
+        return Period(EARLIEST, period.start - dt.timedelta(days=1), f"{period.label} 이전",
+                      whole_months=False)  # fmt: skip
+    start = as_of if future else EARLIEST
+    return Period(start, period.end, f"{period.label}까지", whole_months=False)
+
+
+def _month_of(word: str) -> int | None:
+    return _MONTH_NAMES.get(word) or _MONTH_ABBREVIATIONS.get(word)
+
+
+class PeriodResolver:
+    """Resolves the period words and numbers of one prompt against the as-of date, leaving out
+    the tokens another part of the question has already used (`taken`: "1987년생" is no period)."""
+
+    def __init__(
+        self,
+        features: Features,
+        tokens: list[Token],
+        as_of: dt.date,
+        taken: frozenset[int] = frozenset(),
+    ):
         self.features = features
         self.tokens = tokens
         self.as_of = as_of
+        self.taken = taken
+        self.free_numbers = [n for n in features.numbers if n.first not in taken]
 
     def numbers(self) -> list[NumberMention]:
         """Numbers that measure time: "3개월", "5월", "2026년", "2주", "1분기"."""
-        return [n for n in self.features.numbers if n.unit in _TIME_UNITS]
+        return [n for n in self.free_numbers if n.unit in _TIME_UNITS]
+
+    def consumed(self) -> set[int]:
+        """The tokens the resolved period is read from: its dates, time numbers and words."""
+        f = self.features
+        used: set[int] = set()
+        for period_tokens in f.iso_tokens:
+            if not self.taken.intersection(period_tokens):
+                used.update(period_tokens)
+        for number in self.numbers():
+            used.update(range(number.first, number.last + 1))
+        for _, m in f.kinds("time") + f.kinds("recent") + f.kinds("future"):
+            used.update(range(m.first, m.last + 1))
+        for i, _, year_at in self._english_month_tokens(with_year_token=True):
+            used.add(i)
+            if year_at is not None:
+                used.add(year_at)
+        if len(self.numbers()) + len(self._english_month_tokens()) > 1:
+            # "2020년부터 2022년까지", "between January and March": the words joining two bounds
+            used.update(i for i, t in enumerate(self.tokens) if t.form in RANGE_FORMS)
+        for _, m in f.kinds("time"):
+            following = m.last + 1
+            if following < len(self.tokens) and self.tokens[following].form in _TIME_EDGES:
+                used.add(following)
+        return used
 
     def resolve(self, *, future: bool) -> Period | None:
         """Explicit dates/months first, then relative words, then "최근/향후 N개월"."""
         f = self.features
-        if f.iso_periods:
-            first = min(p.start for p in f.iso_periods)
-            last = max(p.end for p in f.iso_periods)
-            whole = all(p.whole_months for p in f.iso_periods)
+        iso = [
+            p
+            for p, period_tokens in zip(f.iso_periods, f.iso_tokens, strict=True)
+            if not self.taken.intersection(period_tokens)
+        ]
+        if iso:
+            first = min(p.start for p in iso)
+            last = max(p.end for p in iso)
+            whole = all(p.whole_months for p in iso)
             return Period(first, last, "", whole_months=whole)
 
         explicit = self._explicit_months(future)
         if explicit is not None:
             return explicit
 
-        time_words = f.values("time")
+        time_words = f.kinds("time")
         if time_words:
-            return self._relative_period(time_words[0])
+            value, m = time_words[0]
+            period = self._relative_period(value)
+            edge = self.tokens[m.last + 1].form if m.last + 1 < len(self.tokens) else ""
+            return _open_ended(period, _TIME_EDGES.get(edge), self.as_of, future)
 
         for number in self.numbers():
             span = self._span_period(number, future)
@@ -76,7 +149,7 @@ class PeriodResolver:
     def _explicit_months(self, future: bool) -> Period | None:
         """'2026년 5월', '5월', '5월~6월', '2025년', 'May 2026', '작년 하반기', '올해 1분기'."""
         f, as_of = self.features, self.as_of
-        years = [n for n in f.numbers if n.unit == "year" and 1900 <= n.value <= 2999]
+        years = [n for n in self.free_numbers if n.unit == "year" and 1900 <= n.value <= 2999]
         relative_year = next(
             (_RELATIVE_YEARS[v] for v in f.values("time") if v in _RELATIVE_YEARS), None
         )
@@ -84,7 +157,7 @@ class PeriodResolver:
             as_of.year + relative_year if relative_year is not None else None
         )  # fmt: skip
         months: list[dt.date] = []
-        for number in f.numbers:
+        for number in self.free_numbers:
             if number.unit != "month":
                 continue
             adjacent_year = next((y.value for y in years if y.last + 1 == number.first), None)
@@ -96,7 +169,7 @@ class PeriodResolver:
             label = "" if len(months) == 1 else f"{dates.month_key(first)}~{dates.month_key(last)}"
             return months_period(first, last, label)
 
-        quarters = [n.value for n in f.numbers if n.unit == "quarter" and 1 <= n.value <= 4]
+        quarters = [n.value for n in self.free_numbers if n.unit == "quarter" and 1 <= n.value <= 4]
         half = next((v for v in f.values("time") if v in ("h1", "h2")), None)
         if quarters or half:
             first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
@@ -113,30 +186,38 @@ class PeriodResolver:
                 dt.date(year, first_month + length - 1, 1),
                 f"{year}년 {name}",
             )
+        if len(years) >= 2:  # "2020년부터 2022년까지", "between 2019 and 2021"
+            first, last = min(y.value for y in years), max(y.value for y in years)
+            return months_period(dt.date(first, 1, 1), dt.date(last, 12, 1), f"{first}~{last}년")
         if years:
             return year_period(years[0], as_of)
         return None
 
     def _english_months(self) -> list[tuple[int, int | None]]:
+        return [(month, year) for _, month, year in self._english_month_tokens()]
+
+    def _english_month_tokens(self, *, with_year_token: bool = False) -> list[tuple]:
+        """(token index, month, year or None) of each English month name; with_year_token, the
+        year's token index in place of the year."""
         out = []
         tokens = self.tokens
         for i, token in enumerate(tokens):
-            if token.tag != "SL" or i in self.features.spent:
+            if token.tag != "SL" or i in self.taken:
                 continue
-            month = _MONTH_NAMES.get(token.form) or _MONTH_ABBREVIATIONS.get(token.form)
+            month = _month_of(token.form)
             if month is None:
                 continue
-            year = None
+            year = year_at = None
             for j in (i + 1, i - 1):
                 if 0 <= j < len(tokens) and tokens[j].tag == "SN":
                     value = parse_digits(tokens[j].form)
                     if value is not None and 1900 <= value <= 2999:
-                        year = value
+                        year, year_at = value, j
             # "may" is usually the verb; take it as May only with a year or "in/for May".
             previous = tokens[i - 1].form if i > 0 else ""
             if token.form == "may" and year is None and previous not in ("in", "for", "of"):
                 continue
-            out.append((month, year))
+            out.append((i, month, year_at if with_year_token else year))
         return out
 
     def _month_date(self, month: int, year: int | None, future: bool) -> dt.date:

@@ -35,8 +35,9 @@ _COUNTERS = {
     "일": "days", "월": "month", "세": "age", "살": "age", "대": "decade", "원": "won",
     "분기": "quarter", "년대": "decade_years", "month": "months", "months": "months",
     "year": "years", "years": "years", "week": "weeks", "weeks": "weeks", "day": "days",
-    "days": "days",
+    "days": "days", "won": "won", "krw": "won",
 }  # fmt: skip
+_ENGLISH_MAGNITUDES = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 _ENGLISH_COUNT_NOUNS = frozenset(
     "customers customer clients people items records rows contracts policies products branches "
     "planners agents".split()
@@ -53,13 +54,15 @@ _YEAR_PREPOSITIONS = {"in": None, "during": None, "of": None, "born": None, "sin
                       "from": "from", "after": "after", "before": "before"}  # fmt: skip
 _NATIVE_DETERMINERS = {"한", "두", "세", "석", "서", "네", "넉", "너", "스무", "닷", "엿"}
 # Frequent Korean surnames: a customer name must start with one (names match by pattern only).
-_SURNAMES = set(
+SURNAMES = set(
     "김이박최정강조윤장임한오서신권황안송류전홍고문양손배백허유남심노하곽"
     "성차주우구민진지엄채원천방공현함변염여추도소석선설마길연위표명기반라"
     "왕금옥육인맹제모탁국어은편용예경봉사부가복태목형피두감음빈동온호범좌"
     "팽승간상갈단견당화창"
 )
 _HANGUL_NAME = re.compile(r"^[가-힣]{2,4}$")
+_DOUBLESURNAMES = frozenset({"남궁", "황보", "제갈", "선우", "독고", "사공", "서문", "동방"})
+_QUOTED_NAME = re.compile(r"['\"“”‘’「」『』]([가-힣]{2,4})['\"“”‘’「」『』]")
 _HONORIFICS = {"님", "씨"}
 
 
@@ -81,11 +84,13 @@ class Features:
     numbers: list[NumberMention] = field(default_factory=list)
     customer_ids: list[str] = field(default_factory=list)
     contract_ids: list[str] = field(default_factory=list)
+    id_tokens: set[int] = field(default_factory=set)  # the tokens of customer and contract ids
     customer_names: list[str] = field(default_factory=list)
+    name_tokens: dict[str, tuple[int, ...]] = field(default_factory=dict)  # name -> its tokens
     iso_periods: list[Period] = field(default_factory=list)
+    iso_tokens: list[tuple[int, ...]] = field(default_factory=list)  # each iso period's tokens
     corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
     recognised: set[int] = field(default_factory=set)  # token indices something above used
-    spent: set[int] = field(default_factory=set)  # tokens a condition used up (not a period)
     _by_kind: dict | None = field(default=None, repr=False)
     _values: dict = field(default_factory=dict, repr=False)
 
@@ -127,20 +132,22 @@ def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]
     blocked: set[int] = set()
     id_matches: list[Match] = []
 
-    def block_span(start: int, end: int) -> None:
-        blocked.update(i for i, t in enumerate(tokens) if t.start < end and t.end > start)
+    def block_span(start: int, end: int) -> tuple[int, ...]:
+        covered = tuple(i for i, t in enumerate(tokens) if t.start < end and t.end > start)
+        blocked.update(covered)
+        return covered
 
     for m in _CUSTOMER_ID.finditer(text):
         features.customer_ids.append(f"C{m.group(1)}")
-        block_span(m.start(), m.end())
+        features.id_tokens.update(block_span(m.start(), m.end()))
     for m in _CONTRACT_ID.finditer(text):
         features.contract_ids.append(f"K{m.group(1)}")
-        block_span(m.start(), m.end())
+        features.id_tokens.update(block_span(m.start(), m.end()))
     for m in _ISO_DATE.finditer(text):
         period = _iso_period(m)
         if period is not None:
             features.iso_periods.append(period)
-            block_span(m.start(), m.end())
+            features.iso_tokens.append(block_span(m.start(), m.end()))
 
     # Stakeholder and branch ids ("KB-P-003", "BR-GN") only count when the vocabulary knows them.
     for m in _STAKEHOLDER_OR_BRANCH_ID.finditer(text):
@@ -163,7 +170,8 @@ def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]
         blocked.update(range(m.first, m.last + 1))
     features.matches = sorted(features.matches + typos, key=lambda m: m.first)
     features.corrected = [(text[tokens[m.first].start : tokens[m.last].end], m.text) for m in typos]
-    features.customer_names = _customer_names(tokens, text, features, blocked, lexicon.keys)
+    features.name_tokens = _customer_names(tokens, text, features, blocked, lexicon.keys)
+    features.customer_names = list(features.name_tokens)
     features.recognised = blocked
     return tokens, features
 
@@ -247,6 +255,9 @@ def _read_number_part(tokens: list[Token], i: int) -> tuple[int, int] | None:
     # 10만, 3천, 5천만 (Kiwi keeps 천만 as one token; the 원 after them is the counter)
     while last + 1 < n and tokens[last + 1].tag == "NR" and _is_magnitude(tokens[last + 1].form):
         value, last = value * (sino_korean_number(tokens[last + 1].form) or 1), last + 1
+    # "50 million", "30 thousand"
+    while last + 1 < n and tokens[last + 1].form in _ENGLISH_MAGNITUDES:
+        value, last = value * _ENGLISH_MAGNITUDES[tokens[last + 1].form], last + 1
     return value, last
 
 
@@ -270,18 +281,36 @@ def _attach_counter(mention: NumberMention, tokens: list[Token], blocked: set[in
         unit = None
     elif unit == "days" and nxt.tag not in ("NNB", "SL"):
         unit = None
-    if unit is not None:
+    if unit in ("years", "year") and _form_at(tokens, following + 1) == "old":
+        # "60 years old" is an age, not a span of time
+        mention.unit, mention.last, mention.counter = "age", following + 1, "years old"
+    elif unit is not None:
         mention.unit, mention.last, mention.counter = unit, following, nxt.form
+    elif nxt.form == "s" and nxt.tag == "SL" and value % 10 == 0:
+        # "in their 40s" (an age decade), "the 1960s" (a decade of years)
+        if 10 <= value <= 90:
+            mention.unit, mention.last, mention.counter = "decade", following, "s"
+        elif 1900 <= value <= 2990:
+            mention.unit, mention.last, mention.counter = "decade_years", following, "s"
     elif nxt.form in _ENGLISH_COUNT_NOUNS:
         mention.unit = "count"  # "5 customers": the noun stays free for entity detection
 
 
+def _form_at(tokens: list[Token], i: int) -> str:
+    return tokens[i].form if 0 <= i < len(tokens) else ""
+
+
 def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[int]) -> None:
-    """이내/전/후/동안/이상/미만 right after the number ("3개월 이내", "10만원 이상")."""
+    """이내/전/후/동안/이상/미만 right after the number ("3개월 이내", "10만원 이상"), and the
+    preposition before it that says how it is meant ("within 3 months", "after 1990"), which
+    then belongs to the mention."""
     following = mention.last + 1
     previous = tokens[mention.first - 1].form if mention.first > 0 else ""
+    free_before = mention.first > 0 and mention.first - 1 not in blocked
     if previous == "within":
         mention.modifier = "within"
+        if free_before:
+            mention.first -= 1
     elif (
         mention.unit is None
         and previous in _YEAR_PREPOSITIONS
@@ -289,6 +318,8 @@ def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[i
         and 1900 <= mention.value <= 2999
     ):
         mention.unit, mention.modifier = "year", _YEAR_PREPOSITIONS[previous]
+        if free_before and mention.modifier is not None:
+            mention.first -= 1
     if following >= len(tokens) or following in blocked:
         return
     after = tokens[following]
@@ -301,10 +332,21 @@ def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[i
         mention.last = following
 
 
+def _plausible_name(word: str) -> bool:
+    """A surname with a given name: three syllables, or four after a two-syllable surname. An
+    unknown two-syllable word ("가진", "정렬") is never taken for a name."""
+    if not _HANGUL_NAME.match(word):
+        return False
+    if len(word) == 3:
+        return word[0] in SURNAMES
+    return len(word) == 4 and word[:2] in _DOUBLESURNAMES
+
+
 def _customer_names(
     tokens: list[Token], text: str, features: Features, blocked: set[int], known: frozenset
-) -> list[str]:
-    """Names next to 고객/님/씨 ("신하은 고객", "장우진님", "고객 이은우"), by pattern only."""
+) -> dict[str, tuple[int, ...]]:
+    """Names next to 고객/님/씨 ("신하은 고객", "장우진님", "고객 이은우"), by pattern only, each
+    with its tokens."""
     customer_tokens = {
         i for m in features.matches if ("noun", "customer") in m.payloads
         for i in range(m.first, m.last + 1)
@@ -316,7 +358,9 @@ def _customer_names(
     for i, token in enumerate(tokens):
         by_word.setdefault(token.word, []).append(i)
     words = sorted(by_word)
-    names: list[str] = []
+    # A quoted word is a name whatever it looks like ("'이준' 고객").
+    quoted = {m.group(1) for m in _QUOTED_NAME.finditer(text)}
+    names: dict[str, tuple[int, ...]] = {}
     for position, word in enumerate(words):
         indices = by_word[word]
         # The word is <name><고객|님|씨 ...>: unmatched tokens first, then only customer markers.
@@ -329,7 +373,7 @@ def _customer_names(
         if not name_part or any(i not in customer_tokens | honorific_tokens for i in suffix):
             continue
         candidate = text[tokens[name_part[0]].start : tokens[name_part[-1]].end]
-        if not _HANGUL_NAME.match(candidate) or candidate[0] not in _SURNAMES:
+        if not _plausible_name(candidate) and candidate not in quoted:
             continue
         if candidate in NOT_NAMES or candidate in known:
             continue
@@ -342,5 +386,5 @@ def _customer_names(
             or prev_last in customer_tokens
         )
         if near_customer and candidate not in names:
-            names.append(candidate)
+            names[candidate] = tuple(name_part)
     return names

@@ -32,6 +32,7 @@ class Vocabulary:
     products: Mapping[str, Product] = field(default_factory=dict)  # product_code -> Product
     branches: Mapping[str, str] = field(default_factory=dict)  # branch_id -> branch_name
     planners: Mapping[str, str] = field(default_factory=dict)  # planner_id -> planner name
+    regions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # region -> branch ids
     grades: tuple[str, ...] = DEFAULT_GRADES
     contract_statuses: tuple[str, ...] = DEFAULT_CONTRACT_STATUSES
     payment_statuses: tuple[str, ...] = DEFAULT_PAYMENT_STATUSES
@@ -41,6 +42,8 @@ class Vocabulary:
         object.__setattr__(self, "products", MappingProxyType(dict(self.products)))
         object.__setattr__(self, "branches", MappingProxyType(dict(self.branches)))
         object.__setattr__(self, "planners", MappingProxyType(dict(self.planners)))
+        regions = {name: tuple(ids) for name, ids in self.regions.items()}
+        object.__setattr__(self, "regions", MappingProxyType(regions))
         object.__setattr__(self, "grades", tuple(self.grades))
         object.__setattr__(self, "contract_statuses", tuple(self.contract_statuses))
         object.__setattr__(self, "payment_statuses", tuple(self.payment_statuses))
@@ -51,6 +54,7 @@ class Vocabulary:
             tuple(sorted((p.code, p.name, p.category) for p in self.products.values())),
             tuple(sorted(self.branches.items())),
             tuple(sorted(self.planners.items())),
+            tuple(sorted(self.regions.items())),
             self.grades,
             self.contract_statuses,
             self.payment_statuses,
@@ -102,11 +106,17 @@ def vocabulary_from_rows(
         if code and name:
             product_map[code] = Product(code=code, name=name, category=_clean(row.get("category")))
 
+    branches = list(branches)
     branch_map = {
         _clean(row.get("branch_id")): _clean(row.get("branch_name"))
         for row in branches
         if _clean(row.get("branch_id")) and _clean(row.get("branch_name"))
     }
+    region_map: dict[str, list[str]] = {}
+    for row in branches:
+        region, branch_id = _clean(row.get("region")), _clean(row.get("branch_id"))
+        if region and branch_id in branch_map:
+            region_map.setdefault(region, []).append(branch_id)
 
     # Only planners own customers; suspended planners are kept so their names still parse
     # (the data layer decides what anyone may see).
@@ -122,6 +132,7 @@ def vocabulary_from_rows(
         products=product_map,
         branches=branch_map,
         planners=planner_map,
+        regions={region: tuple(ids) for region, ids in region_map.items()},
         grades=_distinct(grades) if grades is not None else DEFAULT_GRADES,
         contract_statuses=(
             _distinct(contract_statuses)

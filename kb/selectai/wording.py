@@ -43,19 +43,6 @@ NO_SQL = "SQL 문은 실행하지 않습니다. 알고 싶은 내용을 자연�
 NO_DOMAIN = "질문에서 고객·계약·보험료와 관련된 내용을 찾지 못했습니다."
 PARSE_FAILED = "질문을 해석하는 중 문제가 생겼습니다. 다른 표현으로 물어봐 주세요."
 WIDENING_NOTE = "'전체/모든/정책 무시' 같은 표현은 조회 범위를 넓히지 않습니다 ({scope})."
-IGNORED_WARNING = {
-    "ko": " (반영하지 못한 말이 있어 질문과 다를 수 있습니다: {words})",
-    "en": " (not used, the answer may differ from the question: {words})",
-}
-
-
-def summary(head: str, scope: str, limit: int, *, warn: list[str], language: str) -> str:
-    """ "2026-06 미납 보험료, 담당 고객 기준, 50건", plus a warning when words that could change
-    the answer were not used."""
-    text = f"{head}, {scope}, {limit}건"
-    if warn:
-        text += IGNORED_WARNING[language].format(words=", ".join(dict.fromkeys(warn)))
-    return text
 
 
 def filter_text(plan: dict, family: str, vocab: Vocabulary) -> str:
@@ -154,3 +141,84 @@ def agg_label(agg: dict) -> str:
     if agg["fn"] == "count":
         return "건수"
     return f"{MEASURE_LABELS.get(agg['field'], agg['field'])} {AGG_LABELS[agg['fn']]}"
+
+
+# A refusal, in the question's language: what could not be used, what was understood, what the
+# KB holds (for data it has not got) and questions it would answer instead.
+REFUSAL_TEXT = {
+    "ko": {
+        "unread_words": "질문의 일부를 반영할 수 없어 답하지 않았습니다. 쓸 수 없었던 말: {words}.",
+        "out_of_data": "KB에는 {words}에 해당하는 데이터가 없습니다.",
+        "understood": " 이해한 것: {understood}.",
+        "holds": " KB가 가진 데이터: {catalogue}.",
+        "suggest": " 이렇게 물어보면 답할 수 있습니다: {suggestions}.",
+        "ops": {"eq": "=", "ne": "제외", "in": "중 하나", "not_in": "제외", "gte": "이상",
+                "gt": "초과", "lte": "이하", "lt": "미만", "between": "범위",
+                "startswith": "(으)로 시작", "endswith": "(으)로 끝남", "contains": "포함"},
+    },
+    "en": {
+        "unread_words": "Not answered: part of the question could not be used: {words}.",
+        "out_of_data": "The KB holds no data on {words}.",
+        "understood": " Understood: {understood}.",
+        "holds": " The KB holds: {catalogue}.",
+        "suggest": " Questions it can answer: {suggestions}.",
+        "ops": {"eq": "=", "ne": "except", "in": "one of", "not_in": "except", "gte": ">=",
+                "gt": ">", "lte": "<=", "lt": "<", "between": "between",
+                "startswith": "starts with", "endswith": "ends with", "contains": "contains"},
+    },
+}  # fmt: skip
+
+
+def refusal_message(refusal, language: str) -> str:
+    """The refusal in words: the words quoted, what was understood, the KB's data, other
+    questions to ask."""
+    text = REFUSAL_TEXT["en" if language == "en" else "ko"]
+    words = ", ".join(f"'{w}'" for w in refusal.words)
+    message = text[refusal.reason].format(words=words)
+    understood = understood_text(refusal, language)
+    if understood:
+        message += text["understood"].format(understood=understood)
+    if refusal.reason == "out_of_data" or not refusal.entity:
+        message += text["holds"].format(catalogue=catalogue_text(language))
+    if refusal.suggestions:
+        quoted = ", ".join(f'"{s}"' for s in refusal.suggestions)
+        message += text["suggest"].format(suggestions=quoted)
+    return message
+
+
+def understood_text(refusal, language: str) -> str:
+    if not refusal.entity:
+        return ""
+    spec = ENTITIES[refusal.entity]
+    ops = REFUSAL_TEXT["en" if language == "en" else "ko"]["ops"]
+    parts = [spec.label_in(language)]
+    for item in refusal.understood:
+        field = spec.fields.get(item["field"])
+        if field is None:
+            continue
+        value = item["value"]
+        shown = "~".join(map(str, value)) if isinstance(value, list) else str(value)
+        if language == "en" and any("\uac00" <= ch <= "\ud7a3" for ch in shown):
+            parts.append(field.label_in(language))  # the value is Korean data: name the field
+        else:
+            parts.append(f"{field.label_in(language)} {ops.get(item['op'], '')} {shown}".strip())
+    return ", ".join(parts)
+
+
+def catalogue_text(language: str) -> str:
+    """Each entity with the fields it adds ("고객(고객 ID, 고객명, …); 계약(…)")."""
+    seen: set[str] = set()
+    parts = []
+    for spec in ENTITIES.values():
+        own = [f for f in spec.fields.values() if f.label not in seen and not f.derived]
+        seen.update(f.label for f in spec.fields.values())
+        labels = ", ".join(f.label_in(language) for f in own)
+        parts.append(f"{spec.label_in(language)}({labels})")
+    return "; ".join(parts)
+
+
+def summary_counted(head: str, rows: int, truncated: bool, language: str) -> str:
+    """The summary with the answer's real row count ("…, 담당 고객 기준, 3건")."""
+    if language == "en":
+        return f"{head}, {rows} rows{' (more not shown)' if truncated else ''}"
+    return f"{head}, {rows}건{' (이후 생략)' if truncated else ''}"

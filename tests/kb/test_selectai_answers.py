@@ -6,12 +6,13 @@ the asker's visible set and every personal column is shown exactly as the README
 """
 
 import json
+import re
 from collections import Counter, defaultdict
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kb.answering import ConditionRefused, answer_question, warm_up
+from kb.answering import ConditionRefused, QuestionRefused, answer_question, warm_up
 from kb.answers import ANSWER_JSON_SCHEMA
 from kb.models import Contract, Customer, PremiumPayment
 from kb.policy import PolicyRefused
@@ -436,24 +437,36 @@ def test_the_callers_limit_is_an_upper_bound_the_question_cannot_raise(kb, promp
     assert answer["truncated"] is True
 
 
-def test_the_words_that_shaped_the_plan_and_the_words_left_over_are_both_reported(kb):
-    interpretation = ask("KB-P-001", "VIP 고객 보여줘 xyzzy")["interpretation"]
+def test_the_words_that_shaped_the_plan_are_reported_and_nothing_was_left_over(kb):
+    interpretation = ask("KB-P-001", "VIP 고객 좀 보여줘")["interpretation"]
     assert "등급 VIP" in interpretation["understood"]
-    assert interpretation["ignored"] == ["xyzzy"]
-    assert "반영하지 못한" not in interpretation["summary"]  # a stray word changes nothing
+    assert interpretation["ignored"] == []
 
 
 @pytest.mark.parametrize(
     "prompt, word",
-    [("생일이 2월 11일인 고객", "생일"), ("고객 목록 K9 구역 7777", "7777")],
+    [
+        ("VIP 고객 보여줘 xyzzy", "xyzzy"),
+        ("생일이 2월 11일인 고객", "2월 11일"),
+        ("고객 목록 K9 구역 7777", "7777"),
+        ("계약 2건 이상인 고객", "2건 이상"),
+    ],
 )
-def test_an_ignored_number_date_or_condition_is_said_in_the_summary(kb, prompt, word):
-    interpretation = ask("KB-P-001", prompt)["interpretation"]
-    assert any(word in item for item in interpretation["ignored"])
-    assert "반영하지 못한 말" in interpretation["summary"] and word in interpretation["summary"]
+def test_a_word_that_could_change_the_answer_and_was_not_used_is_refused_by_name(kb, prompt, word):
+    with pytest.raises(QuestionRefused) as refused:
+        ask("KB-P-001", prompt)
+    assert any(word in written for written in refused.value.words)
+    assert word in refused.value.message
+    assert refused.value.reason == "unread_words"
 
 
-def test_an_english_question_is_warned_in_english(kb):
-    interpretation = ask("KB-P-001", "customers in sector 7777")["interpretation"]
-    assert "7777" in interpretation["ignored"]
-    assert "not used" in interpretation["summary"]
+def test_an_english_question_is_refused_in_english_with_questions_it_would_answer(kb):
+    with pytest.raises(QuestionRefused) as refused:
+        ask("KB-P-001", "customers in sector 7777")
+    message = refused.value.message
+    assert "7777" in message and "could not be used" in message
+    assert not re.search(r"[가-힣]", message)
+    suggested = re.findall(r'"([^"]+)"', message)
+    assert 2 <= len(suggested) <= 3
+    for question in suggested:  # each is answered in full
+        assert ask("KB-P-001", question)["interpretation"]["ignored"] == []

@@ -12,17 +12,7 @@ from tests.kb.selectai_suite import CASES as SUITE_CASES
 from tests.kb.selectai_suite import FAMILIES, params
 
 # case id -> what the parser does instead (from answer["interpretation"]["plan"]).
-KNOWN_MISSES: dict[str, str] = {
-    "heldout-range-05": "'over 50 million won' ignored: no sum_insured filter",
-    "heldout-age_birth-05": "'in their 40s' ignored: no age filter",
-    "heldout-age_birth-08": "'older than 60' ignored: no age filter",
-    "heldout-join_year-02": "'재작년' ignored: no joined_on filter",
-    "heldout-grade-02": "'일반인' (등급이 일반인) ignored: no grade filter",
-    "heldout-grade-06": "'브이아이피' ignored: no grade filter",
-    "heldout-negation-07": "'Gangnam' ignored: no branch filter",
-    "heldout-negation-08": "'만기 및 해지 제외': status = 만기 AND status != 해지",
-    "heldout-cross_entity-07": "'1960s' ignored: no birth_date filter",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("case", params(CASES, KNOWN_MISSES))

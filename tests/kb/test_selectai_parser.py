@@ -434,11 +434,6 @@ CASES: list[tuple[str, str, str]] = [
     ("age_group", "연령대별 남녀 고객 수", "customers | by age_group gender | agg count"),
     ("customer_list", "new customers this year",
      "customers | joined_on between 2026-01-01..2026-06-30"),
-    # -- count thresholds cannot be filters; they become a count ranking (with a note) ----------
-    ("top_n", "미납 3건 이상 고객",
-     "payments | status=미납 | by customer | agg count | order -count | limit 50"),
-    ("top_n", "계약 2건 이상인 고객", "contracts | by customer | agg count | order -count"),
-    ("top_n", "고객 5명 이상인 설계사", "customers | by planner | agg count | order -count"),
 ]
 # fmt: on
 
@@ -559,7 +554,8 @@ def test_help_examples_are_answerable(vocabulary):
 def test_interpretation_states_the_askers_scope(vocabulary, role, scope):
     result = parse("이번 달 미납 보험료", vocabulary, role=role)
     assert result.interpretation["scope"] == scope
-    assert result.interpretation["summary"] == f"2026-06 미납 보험료, {scope}, 50건"
+    # The row count follows once the plan has run (kb.answering).
+    assert result.interpretation["summary"] == f"2026-06 미납 보험료, {scope}"
     assert result.interpretation["family"] == "unpaid"
     assert result.interpretation["understood"]
 
@@ -598,7 +594,7 @@ def test_plan_values_come_from_vocabulary_dates_or_numbers(vocabulary):
     names = {"신하은", "정수아", "장우진", "이은우"}
     for _, prompt, _ in CASES:
         plan = parse(prompt, vocabulary).plan
-        for flt in plan["filters"]:
+        for flt in plan["filters"] if plan else []:
             for value in flt["value"] if isinstance(flt["value"], list) else [flt["value"]]:
                 if isinstance(value, int):
                     continue
@@ -633,7 +629,7 @@ def test_limit_comes_from_the_caller_and_is_clamped(vocabulary):
 
 
 def test_long_prompt_is_truncated_not_rejected(vocabulary):
-    prompt = "이번 달 미납 보험료 " + "가" * 50_000
+    prompt = "이번 달 미납 보험료 " + "좀 " * 50_000
     result = parse(prompt, vocabulary)
     assert result.plan is not None
     assert {"field": "status", "op": "eq", "value": "미납"} in result.plan["filters"]

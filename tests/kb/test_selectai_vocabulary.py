@@ -69,10 +69,11 @@ def test_parser_follows_the_vocabulary_it_is_given():
     )
     plan = parse("치아보험 계약 목록", vocabulary).plan
     assert plan["filters"] == [{"field": "product_code", "op": "eq", "value": "DENT-01"}]
-    # The demo vocabulary has no 치아보험: it must not invent a filter value for it.
+    # The demo vocabulary has no 치아보험: it invents no filter value and answers nothing else.
     demo = vocabulary_from_csv(DATA)
-    plan = parse("치아보험 계약 목록", demo).plan
-    assert all(f["field"] != "product_code" for f in plan["filters"])
+    result = parse("치아보험 계약 목록", demo)
+    assert result.plan is None
+    assert [w for w in result.refusal.words if "치아" in w]
 
 
 def test_empty_vocabulary_still_answers():

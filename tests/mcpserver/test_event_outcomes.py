@@ -129,6 +129,14 @@ CASES = {
         ("KB-H-001", call("고객 전화번호 순으로"), None, "POST"),
         (200, "mcp.tools_call", "allowed", "masked_condition"),
     ),
+    "a question with a word the reader cannot use": (
+        ("KB-P-001", call("VIP 고객 xyzzy 목록"), None, "POST"),
+        (200, "mcp.tools_call", "allowed", "unread_words"),
+    ),
+    "a question about data the KB does not hold": (
+        ("KB-P-001", call("고객 주소 목록"), None, "POST"),
+        (200, "mcp.tools_call", "allowed", "out_of_data"),
+    ),
 }
 
 
@@ -191,3 +199,20 @@ def test_requests_over_a_rate_are_recorded_as_rate_limited_with_which_rate(world
         over_failures = send(strict, UNKNOWN_TOKEN)
     assert recorded(over_delegation) == (429, "mcp.request", "rate_limited", "rate_limited")
     assert recorded(over_failures) == (429, "mcp.request", "rate_limited", "auth_rate_limited")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "said"),
+    [
+        ("VIP 고객 xyzzy 목록", ["'xyzzy'", "VIP"]),
+        ("customers and their home addresses", ["'addresses'", "The KB holds no data"]),
+    ],
+)
+def test_a_question_it_cannot_fully_use_is_a_tool_error_that_names_the_words(
+    server, world, prompt, said
+):
+    result = send(server, world.tokens["KB-P-001"], call(prompt)).json()["result"]
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert all(part in text for part in said), text
+    assert "structuredContent" not in result or not result["structuredContent"]

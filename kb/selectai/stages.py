@@ -1,0 +1,1118 @@
+"""The reader's stages: each reads the analysed question and returns a fragment of the plan plus
+the tokens it used, or read as a condition it cannot apply.
+
+A stage never changes the question and never reads a token an earlier stage took (`taken`), so
+every word is used by one part of the plan at most; kb.selectai.parser composes the fragments
+and refuses a question with a word left over that could change the answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
+
+from . import dates
+from .dates import Period, add_months, month_start, months_period
+from .question import FILTER_KINDS, THRESHOLDS, Question, span
+from .recognise import SURNAMES, NumberMention
+from .wording import AGG_LABELS, DIM_LABELS, MEASURE_LABELS, OP_LABELS, agg_label
+
+FIELDS: dict[str, frozenset[str]] = {name: spec.columns for name, spec in ENTITIES.items()}
+IDENTITY_FIELDS: dict[str, list[str]] = {
+    name: list(spec.identity) for name, spec in ENTITIES.items()
+}
+CUSTOMER_DETAIL_FIELDS = ["customer_id", "customer_name", "birth_date", "age", "gender", "phone",
+                          "rrn", "grade", "planner_id", "planner_name", "branch_id",
+                          "branch_name", "joined_on"]  # fmt: skip
+# Grouping dimension -> plan fields (ids kept next to names so equal names never merge).
+DIM_FIELDS: dict[str, list[str]] = {
+    "branch": ["branch_id", "branch_name"],
+    "planner": ["planner_id", "planner_name"],
+    "product": ["product_code", "product_name"],
+    "category": ["category"],
+    "grade": ["grade"],
+    "status": ["status"],
+    "gender": ["gender"],
+    "age_group": ["age_group"],
+    "customer": ["customer_id", "customer_name"],
+    "contract": ["contract_id"],
+    "month": ["due_month"],
+}
+# Dimensions whose natural order is the key itself (a time series, an age ladder).
+ORDERED_DIMS = {"month", "age_group"}
+_MONTH_NAMES = {name: i for i, name in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"], start=1)}  # fmt: skip
+# Words that make two bounds one range.
+_RANGE_WORDS = re.compile(r"부터|까지|사이|에서|~|\b(?:between|to|from|and)\b", re.IGNORECASE)
+_RANGE_FORMS = frozenset({"사이", "~", "between", "부터", "까지", "에서", "from", "to"})
+
+
+@dataclass
+class Fragment:
+    """What one stage adds to the plan, and which tokens it used or could not use."""
+
+    filters: list[dict] = field(default_factory=list)
+    understood: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unexpressed: list[str] = field(default_factory=list)  # columns named by a condition no plan
+    consumed: set[int] = field(default_factory=set)  # tokens the plan now answers for
+    unusable: set[int] = field(default_factory=set)  # tokens read as a condition not applied
+    reasons: list[str] = field(default_factory=list)  # what could not be applied, in words
+
+    def add_filter(self, entity: str, fld: str, op: str, value, label: str, tokens) -> bool:
+        if fld not in FIELDS[entity]:
+            self.cannot(label, tokens)
+            return False
+        self.filters.append({"field": fld, "op": op, "value": value})
+        self.understood.append(label)
+        self.consumed.update(tokens)
+        return True
+
+    def cannot(self, reason: str, tokens) -> None:
+        self.reasons.append(reason)
+        self.unusable.update(tokens)
+
+
+@dataclass
+class Shape:
+    """The shape stage's part: what is returned, grouped, aggregated, ordered, and how many."""
+
+    family: str
+    fields: list[str] = field(default_factory=list)
+    group_by: list[str] = field(default_factory=list)
+    aggregates: list[dict] = field(default_factory=list)
+    order_by: list[dict] = field(default_factory=list)
+    limit: int | None = None
+    fragment: Fragment = field(default_factory=Fragment)
+
+
+# -- entity ----------------------------------------------------------------------------------
+
+
+def entity_stage(q: Question) -> tuple[str, Fragment]:
+    """Which table answers the question. Most specific evidence first: a payment status means
+    premium_payments, 만기 or a contract measure means contracts, "보험료" means payments unless
+    it is a contract attribute, products/statuses mean contracts, anything else customers."""
+    f = q.f
+    nouns = set(f.values("noun"))
+    measures = set(f.values("measure"))
+    grouped = q.grouped_dims
+    rank = q.rank
+    aggs = set(q.agg_fns) | set(f.values("extreme"))
+    has_time = bool(f.kinds("time") or f.iso_periods or q.periods().numbers())
+    # "내역" means payment history unless it follows 계약 ("계약 내역") with no premium word.
+    paymentish = bool(
+        {"premium", "payment"} & nouns or (f.has("history") and "contract" not in nouns)
+    )
+    rank_unit = q.rank_unit
+    fragment = Fragment()
+    for kind in ("noun", "sold", "history", "measure", "list", "detail"):
+        for _, m in f.kinds(kind):
+            fragment.consumed.update(span(m))
+    if q.monthly_amount is not None:
+        fragment.consumed |= span(q.monthly_amount)
+
+    def entity() -> str:
+        if f.contract_ids:
+            return PAYMENTS if paymentish or f.has("pay_status") else CONTRACTS
+        if f.has("pay_status"):
+            return PAYMENTS
+        if q.monthly_amount is not None:
+            return CONTRACTS  # "매달 20만원 넘게 내는": the monthly premium is a contract's
+        if f.has("expire"):
+            return CONTRACTS
+        if measures & {"monthly_premium", "sum_insured"}:
+            return CONTRACTS
+        if paymentish or "amount" in measures:
+            payment_words = "payment" in nouns or f.has("history") or "month" in grouped
+            if not payment_words and not has_time:
+                # A premium used as a contract attribute: "보험료 상위 5개 계약",
+                # "평균 보험료", "보험료 10만원 이상 계약".
+                if rank_unit == "contract":
+                    return CONTRACTS
+                if "contract" in nouns and (rank or q.money_numbers):
+                    return CONTRACTS
+                if aggs & {"avg", "min", "max"} and "amount" not in measures:
+                    return CONTRACTS
+            return PAYMENTS
+        if (
+            "contract" in nouns
+            or f.has("sold")
+            or f.has("contract_status")
+            or f.has("product")
+            or f.has("category")
+            or {"product", "category", "contract"} & set(grouped)
+            or rank_unit in ("product", "category", "contract")
+        ):
+            return CONTRACTS
+        return CUSTOMERS
+
+    return entity(), fragment
+
+
+def scope_stage(q: Question, scope_note: str) -> Fragment:
+    """담당 / 우리 지점 / 전체 name the asker's scope; a question can narrow it, never widen it."""
+    fragment = Fragment()
+    for kind in ("mine", "all", "bypass", "asof"):
+        for _, m in q.f.kinds(kind):
+            fragment.consumed.update(span(m))
+    if q.f.has("all") or q.f.has("bypass"):
+        fragment.notes.append(scope_note)
+    for written, read_as in q.f.corrected:
+        fragment.understood.append(f"'{written}'을(를) '{read_as}'(으)로 읽음")
+    return fragment
+
+
+# -- birth dates -------------------------------------------------------------------------------
+
+
+def birth_stage(q: Question, entity: str) -> Fragment:
+    """'1987년생', '80년대생', '1990년 이후 출생', 'born in March 1987', '생년월일이 …'."""
+    f, fragment = q.f, Fragment()
+    taken: set[int] = set()
+    for number in f.numbers:
+        if number.first in taken or not _birth_year(q, number):
+            continue
+        year = number.value
+        if year < 100:  # "87년생": the most recent such year up to the as-of date
+            century = q.as_of.year // 100 * 100
+            year = century + year if century + year <= q.as_of.year else century - 100 + year
+        tokens = span(number) | _birth_words_near(q, number)
+        decade = number.unit == "decade_years"
+        first_day, last_day = dt.date(year, 1, 1), dt.date(year + 9 if decade else year, 12, 31)
+        label = f"{year}년대" if decade else f"{year}년"
+        month, day, modifier, used = _birth_month_day(q, number, number.modifier)
+        tokens |= used
+        if month is not None and not decade:
+            first_day = last_day = dt.date(year, month, day or 1)
+            if day is None:
+                last_day = dates.month_end(first_day)
+            label = first_day.isoformat() if day else dates.month_key(first_day)
+        if modifier == "from":
+            flt, label = ("gte", first_day.isoformat()), f"출생 {label} 이후"
+        elif modifier == "after":
+            flt, label = ("gt", last_day.isoformat()), f"출생 {label} 이후"
+        elif modifier == "before":
+            flt, label = ("lt", first_day.isoformat()), f"출생 {label} 이전"
+        elif first_day == last_day:
+            flt, label = ("eq", first_day.isoformat()), f"생년월일 {label}"
+        else:
+            flt = ("between", [first_day.isoformat(), last_day.isoformat()])
+            label = f"출생 {label}"
+        taken |= tokens
+        fragment.add_filter(entity, "birth_date", *flt, label, tokens)
+    join_ranges(q, fragment, "birth_date")
+    birthday = [m for v, m in f.kinds("column") if v == "birth_date"] or (
+        [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
+    )
+    if not birthday:
+        return fragment
+    for period, period_tokens in zip(f.iso_periods, f.iso_tokens, strict=True):
+        if period.start == period.end:  # one day: "생년월일이 1987-02-11인"
+            day = period.start.isoformat()
+            words = set(period_tokens) | {i for m in birthday for i in span(m)}
+            fragment.add_filter(entity, "birth_date", "eq", day, f"생년월일 {day}", words)
+    days = [n for n in f.numbers if n.unit in ("month", "days") and n.first not in taken]
+    if days:  # "생일이 2월 11일": a month and day without a year
+        words = {i for n in days for i in span(n)} | {i for m in birthday for i in span(m)}
+        fragment.unexpressed.append("birth_date")
+        fragment.cannot("생일(월·일) 조건", words)
+    return fragment
+
+
+def _birth_words_near(q: Question, number: NumberMention) -> set[int]:
+    """The birth words that make `number` a birth year (생, 출생, born, 생년월일)."""
+    tokens, out = q.tokens, set()
+    if number.last + 1 < len(tokens) and tokens[number.last + 1].form == "생":
+        out.add(number.last + 1)
+    births = [m for _, m in q.f.kinds("birth")]
+    births += [m for v, m in q.f.kinds("column") if v == "birth_date"]
+    for m in births:
+        if -3 <= m.first - number.last <= 2 or 0 < number.first - m.last <= 3:
+            out |= span(m)
+    return out
+
+
+def _birth_year(q: Question, number: NumberMention) -> bool:
+    if number.unit in ("year", "years", "decade_years"):
+        return q.birth_context(number)
+    # "born in March 1987": a bare four-digit year next to a birth word
+    return number.unit is None and 1900 <= number.value <= 2999 and q.birth_context(number)
+
+
+def _birth_month_day(q: Question, year: NumberMention, modifier):
+    """The month (and day) written with a birth year: "1990년 1월 1일 이후", "March 1987"."""
+    f, tokens = q.f, q.tokens
+    month = day = None
+    used: set[int] = set()
+    following = next((n for n in f.numbers if n.first == year.last + 1 and n.unit == "month"), None)
+    if following is not None:
+        month = following.value
+        used |= span(following)
+        modifier = following.modifier or modifier
+        on_day = next(
+            (n for n in f.numbers if n.first == following.last + 1 and n.unit == "days"), None
+        )
+        if on_day is not None and 1 <= on_day.value <= 31:
+            day = on_day.value
+            used |= span(on_day)
+            modifier = on_day.modifier or modifier
+    elif year.first > 0 and tokens[year.first - 1].form in _MONTH_NAMES:
+        month = _MONTH_NAMES[tokens[year.first - 1].form]
+        used.add(year.first - 1)  # not a period any more
+    if month is not None and day is not None:
+        try:
+            dt.date(year.value, month, day)
+        except ValueError:
+            day = None
+    return month, day, modifier, used
+
+
+def join_ranges(q: Question, fragment: Fragment, fld: str) -> None:
+    """Two bounds on one field written as a range ("5만원에서 10만원 사이", "1975년생부터
+    1980년생까지") become one between condition."""
+    conditions = [x for x in fragment.filters if x["field"] == fld]
+    if len(conditions) != 2 or not _RANGE_WORDS.search(q.text):
+        return
+    fragment.consumed.update(i for i, t in enumerate(q.tokens) if t.form in _RANGE_FORMS)
+    bounds = []
+    for x in conditions:
+        value = x["value"]
+        bounds += value if x["op"] == "between" else [value]
+    low, high = min(bounds), max(bounds)
+    fragment.filters = [x for x in fragment.filters if x["field"] != fld]
+    fragment.filters.append({"field": fld, "op": "between", "value": [low, high]})
+
+
+# -- conditions on a personal column's text ------------------------------------------------------
+
+
+def personal_text_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+    """A value right after a personal column is a condition on it: '주민번호가 87로 시작하는',
+    '전화번호 끝자리가 2842인', 'phone number 010-8108-7615', '이름이 신으로 시작하는'.
+
+    Such a condition is never dropped: where the asker sees the column masked, answering
+    refuses it (kb.answering), so a hidden value cannot be narrowed down by asking.
+    """
+    f, tokens, text = q.f, q.tokens, q.text
+    fragment = Fragment()
+    operator_at = {i: (op, o) for op, o in f.kinds("text_op") for i in span(o)}
+    plain_numbers = {
+        n.first: n
+        for n in f.numbers
+        if n.unit is None and n.first == n.last and n.first not in taken
+    }
+    for surname, words in _surnames(q, taken):
+        label = f"{ENTITIES[CUSTOMERS].fields['customer_name'].label} '{surname}'(으)로 시작"
+        fragment.add_filter(entity, "customer_name", "startswith", surname, label, words)
+    for column, m in f.kinds("column"):
+        if column not in ("phone", "rrn", "customer_name"):
+            continue
+        op, at, words = None, None, set(span(m))
+        for i in range(m.last + 1, min(m.last + 6, len(tokens))):
+            if i in operator_at:
+                op = op or operator_at[i][0]
+                words |= span(operator_at[i][1])
+            elif at is None and _column_value(q, tokens[i], column, i, plain_numbers, taken):
+                at = i
+            elif i in f.recognised:
+                break  # the next phrase ("목록", "고객") ends the condition
+        if at is None:
+            if op is not None:  # "주민번호 뒷자리로 찾아줘": an operator with no value
+                fragment.unexpressed.append(column)
+            continue
+        op = op or "eq"
+        value = text[tokens[at].start : tokens[at].end]
+        label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{OP_LABELS[op]}"
+        fragment.add_filter(entity, column, op, value, label, words | {at})
+    return fragment
+
+
+_SURNAME_KO = re.compile(
+    r"(?<![가-힣])([가-힣])씨(?:\s*성)?"  # 김씨 고객, 이씨 성을 가진
+    r"|성(?:씨)?(?:이|은|가)\s*([가-힣])(?:씨|가|인|이)"  # 성이 박인, 성은 김씨인
+)
+_SURNAME_EN = re.compile(
+    r"\b(?:surnamed|surname|last name|family name)\s+(?:is\s+|of\s+)?([A-Za-z]+)", re.IGNORECASE
+)
+# Revised (and common) romanisations of frequent surnames.
+_ROMAN_SURNAMES = {
+    "kim": "김", "gim": "김", "lee": "이", "yi": "이", "rhee": "이", "park": "박", "pak": "박",
+    "bak": "박", "choi": "최", "choe": "최", "jung": "정", "jeong": "정", "chung": "정",
+    "kang": "강", "gang": "강", "cho": "조", "jo": "조", "yoon": "윤", "yun": "윤", "jang": "장",
+    "chang": "장", "lim": "임", "im": "임", "han": "한", "oh": "오", "o": "오", "seo": "서",
+    "suh": "서", "shin": "신", "sin": "신", "kwon": "권", "gwon": "권", "hwang": "황", "ahn": "안",
+    "an": "안", "song": "송", "hong": "홍", "yoo": "유", "yu": "유", "ryu": "류", "jeon": "전",
+    "ko": "고", "go": "고", "moon": "문", "mun": "문", "baek": "백", "heo": "허", "nam": "남",
+    "noh": "노", "no": "노", "ha": "하", "kwak": "곽", "sung": "성", "seong": "성", "cha": "차",
+    "ju": "주", "joo": "주", "woo": "우", "u": "우", "min": "민", "jin": "진", "ji": "지",
+    "um": "엄", "eom": "엄",
+}  # fmt: skip
+
+
+def _surnames(q: Question, taken: frozenset[int]):
+    """ "김씨 고객", "성이 박인", "customers surnamed Park": a condition on the name's first
+    letter (refused where the asker sees names masked)."""
+    found = []
+    for m in _SURNAME_KO.finditer(q.text):
+        surname = m.group(1) or m.group(2)
+        if surname in SURNAMES:
+            found.append((surname, m.start(), m.end()))
+    for m in _SURNAME_EN.finditer(q.text):
+        surname = _ROMAN_SURNAMES.get(m.group(1).lower())
+        if surname:
+            found.append((surname, m.start(), m.end()))
+    for surname, start, end in found:
+        words = {i for i, t in enumerate(q.tokens) if t.start < end and t.end > start}
+        if words and not words & taken:
+            yield surname, words
+
+
+def _column_value(q: Question, token, column: str, i: int, plain_numbers: dict, taken) -> bool:
+    if i in taken:
+        return False
+    if token.tag == "W_SERIAL" or i in plain_numbers:
+        return True
+    if token.tag == "SL":
+        return any(ch.isdigit() for ch in token.form)
+    # A name (or its first letters) for the name column: "이름이 신으로 시작하는".
+    return column == "customer_name" and token.tag in ("NNG", "NNP") and i not in q.f.recognised
+
+
+# -- periods ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PeriodPart:
+    fragment: Fragment
+    period: Period | None  # the period the question names, applied or not
+    applied: Period | None  # the period a filter was built from
+
+
+def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
+    fragment = Fragment()
+    for _, m in q.f.kinds("new"):
+        fragment.consumed.update(span(m))
+    resolver = q.periods(taken)
+    expire_mode = q.expire_mode(taken) if entity == CONTRACTS else None
+    period = resolver.resolve(future=expire_mode == "expiring")
+    if expire_mode == "expiring" and period is None:
+        # "만기 예정 계약" with no period: the next three calendar months.
+        start = add_months(month_start(q.as_of), 1)
+        period = months_period(start, add_months(start, 2), "향후 3개월")
+    if expire_mode == "expiring" and period.start < q.as_of < period.end:
+        # "올해 만기 예정": what is still ahead, from the as-of date.
+        period = Period(q.as_of, period.end, period.label, whole_months=False)
+    if period is None:
+        return PeriodPart(fragment, None, None)
+    words = resolver.consumed() - taken
+    if entity == PAYMENTS:
+        period = period.clipped(not_after=q.as_of)
+        if period.whole_months:
+            first, last = period.months()
+            if first == last:
+                fragment.filters.append({"field": "due_month", "op": "eq", "value": first})
+            else:
+                fragment.filters.append(
+                    {"field": "due_month", "op": "between", "value": [first, last]}
+                )
+        else:
+            fragment.filters.append(
+                {"field": "due_date", "op": "between",
+                 "value": [period.start.isoformat(), period.end.isoformat()]}
+            )  # fmt: skip
+        fragment.understood.append(f"납입월 {dates.describe(period)}")
+        fragment.consumed |= words
+        return PeriodPart(fragment, period, period)
+    if entity == CONTRACTS:
+        statuses = set(q.f.values("contract_status"))
+        if expire_mode is None and q.customer_joined:
+            fld, label = "joined_on", "고객 가입일"  # "2024년에 가입한 고객의 계약"
+            period = period.clipped(not_after=q.as_of)
+        elif expire_mode is not None:
+            fld, label = "end_date", "만기일"
+        elif statuses & {"해지", "실효"} and not q.f.has("new"):
+            # There is no termination/lapse date column; do not guess with start_date.
+            fragment.cannot(f"기간 {dates.describe(period)}", words)
+            return PeriodPart(fragment, period, None)
+        else:
+            fld, label = "start_date", "계약 시작일"
+            period = period.clipped(not_after=q.as_of)
+    else:
+        fld, label = "joined_on", "가입일"
+        period = period.clipped(not_after=q.as_of)
+    fragment.filters.append(
+        {"field": fld, "op": "between",
+         "value": [period.start.isoformat(), period.end.isoformat()]}
+    )  # fmt: skip
+    fragment.understood.append(f"{label} {dates.describe(period)}")
+    fragment.consumed |= words
+    return PeriodPart(fragment, period, period)
+
+
+# -- values from the vocabulary: ids, names, products, branches, grades, statuses, ages ----------
+
+
+def _matches_of(q: Question, kind: str, values) -> set[int]:
+    return {i for v, m in q.f.kinds(kind) if v in values for i in span(m)}
+
+
+def _eq_or_in(q, fragment: Fragment, entity, fld, values, label, tokens, kind=None) -> None:
+    """One condition on `fld`; excluded values ("자동차보험 제외") become ne/not_in."""
+    if not values:
+        return
+    excluded, negation_words = _excluded_values(q, fld, values, kind)
+    kept = [v for v in values if v not in excluded]
+    if len(kept) == 1:
+        fragment.add_filter(entity, fld, "eq", kept[0], label, tokens)
+    elif kept:
+        fragment.add_filter(entity, fld, "in", list(kept), label, tokens)
+    if excluded:
+        op, value = ("ne", excluded[0]) if len(excluded) == 1 else ("not_in", excluded)
+        fragment.add_filter(entity, fld, op, value, f"{label} 제외", tokens | negation_words)
+
+
+def _excluded_values(q: Question, fld: str, values: list, kind: str | None):
+    kind = kind or FILTER_KINDS.get(fld)
+    if kind is None:
+        return [], set()
+    by_target = q.negations.targets
+    expiry = [m for _, m in q.f.kinds("expire")] if fld == "status" else []
+    excluded, words = [], set()
+    for value in values:
+        spans = [(m.first, m.last) for v, m in q.f.kinds(kind) if v == value]
+        if value == "만기":
+            spans += [(m.first, m.last) for m in expiry]
+        hit = [s for s in spans if s in by_target]
+        if hit:
+            excluded.append(value)
+            for s in hit:
+                words |= by_target.get(s, set())
+    return excluded, words
+
+
+def identity_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+    f, fragment = q.f, Fragment()
+    ids = f.id_tokens
+    _eq_or_in(q, fragment, entity, "customer_id", f.customer_ids,
+              "고객번호 " + ", ".join(f.customer_ids), ids)  # fmt: skip
+    _eq_or_in(q, fragment, entity, "contract_id", f.contract_ids,
+              "계약번호 " + ", ".join(f.contract_ids), ids)  # fmt: skip
+    names = [n for n in f.customer_names if not taken.intersection(f.name_tokens[n])]
+    name_tokens = {i for n in names for i in f.name_tokens[n]}
+    if names and not f.customer_ids:
+        _eq_or_in(q, fragment, entity, "customer_name", names,
+                  "고객명 " + ", ".join(names), name_tokens)  # fmt: skip
+    elif names:
+        fragment.consumed |= name_tokens  # a name written with the id it belongs to
+    return fragment
+
+
+def values_stage(q: Question, entity: str) -> Fragment:
+    """Products, categories, branches, planners, grades and gender from the vocabulary."""
+    f, vocab, fragment = q.f, q.vocabulary, Fragment()
+    products = [c for c in f.values("product") if c in vocab.products]
+    _eq_or_in(q, fragment, entity, "product_code", products,
+              "상품 " + ", ".join(vocab.products[c].name for c in products),
+              _matches_of(q, "product", products))  # fmt: skip
+    categories = [c for c in f.values("category") if c in vocab.categories]
+    # "실손" (a 건강 product) plus "건강" says nothing new; keep the narrower product filter.
+    product_categories = {vocab.products[c].category for c in products}
+    redundant = [c for c in categories if c in product_categories]
+    fragment.consumed |= _matches_of(q, "category", redundant)
+    categories = [c for c in categories if c not in product_categories]
+    _eq_or_in(q, fragment, entity, "category", categories, "카테고리 " + ", ".join(categories),
+              _matches_of(q, "category", categories))  # fmt: skip
+    branches = [b for b in f.values("branch") if b in vocab.branches]
+    _eq_or_in(q, fragment, entity, "branch_id", branches,
+              "지점 " + ", ".join(vocab.branches[b] for b in branches),
+              _matches_of(q, "branch", branches))  # fmt: skip
+    _region_filter(q, fragment, entity, branches)
+    planners = [p for p in f.values("planner") if p in vocab.planners]
+    _eq_or_in(q, fragment, entity, "planner_id", planners,
+              "설계사 " + ", ".join(vocab.planners[p] for p in planners),
+              _matches_of(q, "planner", planners))  # fmt: skip
+    grades = [g for g in f.values("grade") if g in vocab.grades]
+    _eq_or_in(q, fragment, entity, "grade", grades, "등급 " + ", ".join(grades),
+              _matches_of(q, "grade", grades))  # fmt: skip
+    genders = f.values("gender")
+    gender_words = _matches_of(q, "gender", genders)
+    if len(genders) == 1 and "gender" not in q.grouped_dims:
+        label = "성별 " + ("여성" if genders[0] == "F" else "남성")
+        _eq_or_in(q, fragment, entity, "gender", genders, label, gender_words)
+    elif len(genders) > 1:  # "남녀 모두": both genders, no condition
+        fragment.consumed |= gender_words
+    return fragment
+
+
+def _region_filter(q: Question, fragment: Fragment, entity: str, branches: list[str]) -> None:
+    """ "서울 지역", "in Busan": the branches in that city ("서울 말고": the others)."""
+    vocab = q.vocabulary
+    kept, excluded, words, negation_words = [], [], set(), set()
+    for region, m in q.f.kinds("region"):
+        if region not in vocab.regions:
+            continue
+        words |= span(m)
+        if (m.first, m.last) in q.negations.targets:
+            excluded += vocab.regions[region]
+            negation_words |= q.negations.targets[(m.first, m.last)]
+        else:
+            kept += vocab.regions[region]
+    if branches and kept:  # "서울 강남지점": the branch already says it
+        fragment.consumed |= words
+        return
+    label = "지역 " + ", ".join(dict.fromkeys(r for r, _ in q.f.kinds("region")))
+    kept, excluded = list(dict.fromkeys(kept)), list(dict.fromkeys(excluded))
+    if len(kept) == 1:
+        fragment.add_filter(entity, "branch_id", "eq", kept[0], label, words)
+    elif kept:
+        fragment.add_filter(entity, "branch_id", "in", kept, label, words)
+    if excluded:
+        op, value = ("ne", excluded[0]) if len(excluded) == 1 else ("not_in", excluded)
+        fragment.add_filter(entity, "branch_id", op, value, f"{label} 제외", words | negation_words)
+
+
+def other_stage(q: Question, entity: str) -> Fragment:
+    """ "다른 설계사 고객", "other branches": everyone but the asker. A question narrows the
+    asker's scope and never widens it, so for most askers this leaves nothing."""
+    fragment = Fragment()
+    dims = [(v, m) for v, m in q.f.kinds("dim") if v in ("planner", "branch")]
+    negations = [m for _, m in q.f.kinds("negate")]
+    for _, word in q.f.kinds("other"):
+        target = next(((v, m) for v, m in dims if 0 < m.first - word.last <= 2), None)
+        if target is None and any(0 < word.first - m.last <= 2 for m in negations):
+            fragment.consumed |= span(word)  # "건강보험 말고 다른 계약": the rest
+            continue
+        if target is None:
+            fragment.cannot(word.text, span(word))
+            continue
+        dim, m = target
+        own = q.asker_id if dim == "planner" else q.asker_branch
+        fld = "planner_id" if dim == "planner" else "branch_id"
+        if own is None or (dim == "planner" and q.role != "planner"):
+            fragment.cannot(f"다른 {DIM_LABELS[dim]}", span(word) | span(m))
+            continue
+        fragment.add_filter(entity, fld, "ne", own, f"다른 {DIM_LABELS[dim]}", span(word) | span(m))
+    return fragment
+
+
+def status_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+    f, vocab, fragment = q.f, q.vocabulary, Fragment()
+    contract_words = {i for _, m in f.kinds("contract_status") for i in span(m)}
+    pay_words = {i for _, m in f.kinds("pay_status") for i in span(m)}
+    expire_words = {i for _, m in f.kinds("expire") for i in span(m)}
+    if entity == PAYMENTS:
+        statuses = [s for s in f.values("pay_status") if s in vocab.payment_statuses]
+        if len(statuses) > 1:
+            # "납입 금액이 10만원 이상인 미납 내역": 납입 금액 names the amount, not a status.
+            amount_words = [
+                v for v, m in f.kinds("pay_status") if ("measure", "amount") in m.payloads
+            ]
+            statuses = [s for s in statuses if s not in amount_words] or statuses
+        _eq_or_in(q, fragment, entity, "status", statuses, "납입상태 " + ", ".join(statuses),
+                  pay_words, kind="pay_status")  # fmt: skip
+        if f.values("contract_status"):
+            fragment.cannot("계약상태 " + ", ".join(f.values("contract_status")), contract_words)
+        if expire_words:
+            fragment.cannot("만기", expire_words)
+    elif entity == CONTRACTS:
+        statuses = [s for s in f.values("contract_status") if s in vocab.contract_statuses]
+        mode = q.expire_mode(taken)
+        if mode == "status" and "만기" in vocab.contract_statuses:
+            statuses.append("만기")
+        if mode == "expiring" and q.expiring_is_future(taken):
+            statuses = statuses or (["유지"] if "유지" in vocab.contract_statuses else [])
+        statuses = list(dict.fromkeys(statuses))
+        _eq_or_in(q, fragment, entity, "status", statuses, "계약상태 " + ", ".join(statuses),
+                  contract_words | (expire_words if mode == "status" else set()),
+                  kind="contract_status")  # fmt: skip
+        if mode == "expiring":
+            fragment.consumed |= expire_words  # the period stage reads the end date
+        if pay_words:
+            fragment.cannot("납입상태 " + ", ".join(f.values("pay_status")), pay_words)
+    elif contract_words or pay_words or expire_words:
+        fragment.cannot(
+            "상태 조건(고객 조회에는 상태가 없습니다)", contract_words | pay_words | expire_words
+        )
+    return fragment
+
+
+def age_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+    """'30대' -> age_group, '60대 이상' -> the "60대 이상" band, '50세 이상' -> age."""
+    fragment = Fragment()
+    ranked = q.rank.consumed if q.rank else frozenset()
+    for number in q.f.numbers:
+        if number.first in taken or number.first in ranked:  # "the 3 youngest": a count
+            continue
+        words = span(number)
+        if number.unit == "decade":
+            decade, modifier = number.value, number.modifier
+            if modifier in ("gte", "gt") and decade == 60:
+                fragment.add_filter(entity, "age_group", "eq", "60대 이상", "60대 이상", words)
+            elif modifier in ("gte", "gt"):
+                fragment.add_filter(entity, "age", "gte", decade, f"{decade}대 이상", words)
+            elif modifier in ("lte", "lt"):
+                fragment.add_filter(entity, "age", "lte", decade + 9, f"{decade}대 이하", words)
+            elif decade < 60:
+                fragment.add_filter(entity, "age_group", "eq", f"{decade}대", f"{decade}대", words)
+            else:
+                # Decades from 60 up share one band in the data, so filter on age itself.
+                fragment.add_filter(entity, "age", "between", [decade, decade + 9],
+                                    f"{decade}대", words)  # fmt: skip
+        elif number.unit == "age":
+            op = number.modifier if number.modifier in THRESHOLDS else "eq"
+            op, words = _age_comparison(q, number, op, words)
+            fragment.add_filter(entity, "age", op, number.value, f"나이 {number.value}세", words)
+        elif number.unit is None and number.value < 130 and _age_context(q, number):
+            op, words = _age_comparison(q, number, "eq", words)
+            fragment.add_filter(entity, "age", op, number.value, f"나이 {number.value}세", words)
+    join_ranges(q, fragment, "age")
+    return fragment
+
+
+def _age_context(q: Question, number: NumberMention) -> bool:
+    """A bare number is an age next to an age word or an age comparison ("older than 60",
+    "aged 40", "over 50" in a question about people and no money)."""
+    near = [
+        m
+        for _, m in q.f.kinds("measure")
+        if ("measure", "age") in m.payloads and not any(k == "rank" for k, _ in m.payloads)
+    ]
+    if any(0 <= number.first - m.last <= 2 or 0 <= m.first - number.last <= 2 for m in near):
+        return True
+    if number in q.money_numbers or q.f.values("measure"):
+        return False
+    english_cmp = [m for _, m in q.f.kinds("cmp") if m.text.isascii()]
+    people = q.f.has("noun", "customer") and not q.f.has("noun", "contract")
+    return people and any(0 < number.first - m.last <= 1 for m in english_cmp)
+
+
+def _age_comparison(q: Question, number: NumberMention, op: str, words: set[int]):
+    """The comparison written with an age: before it ("older than 60") or after ("60 or older")."""
+    for value, m in q.f.kinds("cmp"):
+        if 0 < number.first - m.last <= 1 or 0 < m.first - number.last <= 1:
+            return (value if op == "eq" else op), words | span(m)
+    return op, words
+
+
+# -- amounts ---------------------------------------------------------------------------------
+
+
+def amount_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+    f, fragment = q.f, Fragment()
+    english_cmp = {m.last + 1: (v, m) for v, m in f.kinds("cmp")}
+    cmp_after = {m.first: (v, m) for v, m in f.kinds("cmp")}
+    measures = f.kinds("measure")
+    for number in q.money_numbers:
+        if number.first in taken:
+            continue
+        words = span(number)
+        op = number.modifier if number.modifier in THRESHOLDS else None
+        for table, key in ((english_cmp, number.first), (cmp_after, number.last + 1)):
+            if op is None and key in table:
+                op, m = table[key]
+                words |= span(m)
+        band = _band_mark(q, number)
+        if band is not None and op is None:
+            op = "band"
+            words.add(band)
+        op = op or "gte"
+        if entity == CONTRACTS:
+            # The measure named last before the amount ("가입금액 3000만원 넘고 월보험료 …").
+            before = [v for v, m in measures if m.last < number.first and v != "amount"]
+            named = before[-1] if before else next((v for v, _ in measures), None)
+            fld = "sum_insured" if named == "sum_insured" else "monthly_premium"
+        elif entity == PAYMENTS:
+            fld = "amount"
+        else:
+            fragment.cannot(f"금액 조건 {number.value:,}원", words)
+            continue
+        if op == "band":  # "6만원대": from 60,000 up to, not including, 70,000
+            step = _leading_place(number.value)
+            label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원대"
+            if fragment.add_filter(entity, fld, "gte", number.value, label, words):
+                fragment.filters.append({"field": fld, "op": "lt", "value": number.value + step})
+            continue
+        label = f"{MEASURE_LABELS.get(fld, fld)} {number.value:,}원 {OP_LABELS[op]}"
+        fragment.add_filter(entity, fld, op, number.value, label, words)
+    for fld in ("monthly_premium", "sum_insured", "amount"):
+        join_ranges(q, fragment, fld)
+    return fragment
+
+
+def _band_mark(q: Question, number: NumberMention) -> int | None:
+    """The 대 of "6만원대", "10만 원대"."""
+    following = number.last + 1
+    if following < len(q.tokens) and q.tokens[following].form == "대":
+        return following
+    return None
+
+
+def _leading_place(value: int) -> int:
+    """6만 -> 1만, 10만 -> 10만, 150,000 -> 10,000: the place of the last digit that is not 0."""
+    place = 1
+    while value and value % (place * 10) == 0:
+        place *= 10
+    return place
+
+
+# -- shape: rows, groups, aggregates, order, limit --------------------------------------------
+
+
+def shape_stage(
+    q: Question,
+    entity: str,
+    filters: list[dict],
+    applied_period: Period | None,
+    taken: frozenset[int],
+) -> Shape:
+    f = q.f
+    rank = q.rank
+    grouped = q.grouped_dims
+    aggs = q.agg_fns
+    extremes = f.values("extreme") if rank is None else []
+    measures = f.values("measure")
+    fragment = Fragment()
+    for kind in ("agg", "how_much", "extreme", "order", "most"):
+        for _, m in f.kinds(kind):
+            fragment.consumed.update(span(m))
+    limit = None
+    counted = q.count_numbers
+    if counted and rank is None:
+        limit = counted[0].value  # "10건만", "다섯 명"
+        fragment.understood.append(f"{counted[0].value}건")
+        fragment.consumed |= span(counted[0])
+
+    # Customer detail: one known customer, no aggregation.
+    if (
+        entity == CUSTOMERS
+        and (f.customer_ids or f.customer_names)
+        and not (grouped or aggs or rank)
+    ):
+        return Shape(
+            "customer_detail",
+            fields=list(CUSTOMER_DETAIL_FIELDS),
+            order_by=[{"field": "customer_id", "direction": "asc"}],
+            limit=limit,
+            fragment=fragment,
+        )
+
+    if rank is not None:
+        return _shape_rank(q, entity, rank, grouped, fragment)
+
+    if _asks_for_unpaid_customers(q, entity, grouped, aggs):
+        # "미납 고객 명단" / "미납자 몇 명": one row per customer, so the row count answers it.
+        fragment.understood.append("미납 고객별 건수·금액")
+        fragment.notes.append("고객별로 묶었으므로 결과 행 수가 미납 고객 수입니다.")
+        return Shape(
+            "unpaid",
+            group_by=list(DIM_FIELDS["customer"]),
+            aggregates=[
+                {"fn": "count", "field": None, "as": "count"},
+                {"fn": "sum", "field": "amount", "as": "total_amount"},
+            ],
+            order_by=[{"field": "total_amount", "direction": "desc"}],
+            limit=limit,
+            fragment=fragment,
+        )
+
+    # age groups: "연령대별 고객 수" groups; "30대 고객" filters (handled in filters).
+    group_dims = []
+    for dim, m in q.grouping_matches:
+        fld = DIM_FIELDS[dim] if dim != "month" or entity == PAYMENTS else None
+        if fld and all(x in FIELDS[entity] for x in fld):
+            group_dims.append(dim)
+            fragment.consumed |= span(m) | _group_marks(q, m)
+        else:
+            fragment.cannot(f"{DIM_LABELS[dim]}별 묶기", span(m) | _group_marks(q, m))
+    group_dims = list(dict.fromkeys(group_dims))
+    compared = _compared_dim(q, filters, fragment)
+    if compared and compared not in group_dims:
+        group_dims.append(compared)
+    if f.has("dim", "age_group") and "age_group" not in group_dims:
+        if not any(x["field"] in ("age", "age_group") for x in filters):
+            group_dims.append("age_group")
+    if f.has("dim", "gender") and "gender" not in group_dims:
+        if not f.values("gender"):
+            group_dims.append("gender")
+    for dim in ("age_group", "gender"):
+        fragment.consumed |= {i for v, m in f.kinds("dim") if v == dim for i in span(m)}
+
+    amount_wanted = "amount" in measures and not (
+        f.has("list") or f.has("history") or f.has("detail")
+    )
+    if group_dims or aggs or extremes or amount_wanted:
+        shape = _aggregates(q, entity, aggs, extremes, group_dims, fragment)
+        shape.limit = limit
+        if "age_group" in group_dims:
+            shape.family = "age_group"
+        return shape
+
+    shape = _shape_rows(q, entity, filters, applied_period, taken, fragment)
+    shape.limit = limit
+    return shape
+
+
+_DIM_OF_FIELD = {"branch_id": "branch", "product_code": "product", "category": "category",
+                 "grade": "grade", "planner_id": "planner", "status": "status"}  # fmt: skip
+
+
+def _compared_dim(q: Question, filters: list[dict], fragment: Fragment) -> str | None:
+    """ "강남지점과 종로지점 비교", "남자 고객과 여자 고객 수 비교": side by side, one row each."""
+    words = {i for _, m in q.f.kinds("compare") for i in span(m)}
+    if not words:
+        return None
+    listed = [_DIM_OF_FIELD[x["field"]] for x in filters
+              if x["op"] == "in" and x["field"] in _DIM_OF_FIELD]  # fmt: skip
+    if len(set(q.f.values("gender"))) > 1:
+        listed.append("gender")
+    if not listed:
+        fragment.cannot("비교", words)
+        return None
+    fragment.consumed |= words
+    return listed[0]
+
+
+def _group_marks(q: Question, m) -> set[int]:
+    """The 별 / by / per written with a grouped dimension."""
+    out: set[int] = set()
+    for _, g in q.f.kinds("group"):
+        if g.first == m.last + 1 or g.last + 1 == m.first or (g.first, g.last) == (m.first, m.last):
+            out |= span(g)
+    return out
+
+
+def _asks_for_unpaid_customers(q: Question, entity: str, grouped: list[str], aggs: list) -> bool:
+    f = q.f
+    if entity != PAYMENTS or "미납" not in f.values("pay_status") or grouped:
+        return False
+    if set(aggs) - {"count"} or f.customer_ids or f.customer_names:
+        return False
+    # The customer must be what is unpaid ("미납 고객", "미납자"), not the scope ("담당 고객의
+    # 미납 보험료"), and no premium word may follow it ("미납 고객의 보험료 내역" wants rows).
+    unpaid_at = min(m.first for v, m in f.kinds("pay_status") if v == "미납")
+    customer_at = [p for p, unit in q.unit_candidates if unit == "customer"]
+    customer_at = [p for p in customer_at if p >= unpaid_at]
+    if not customer_at:
+        return False
+    return not any(m.first > customer_at[0] for v, m in f.kinds("noun") if v == "premium")
+
+
+def measure_field(q: Question, entity: str) -> str | None:
+    measures = q.f.values("measure")
+    if entity == PAYMENTS:
+        return "amount"
+    if entity == CONTRACTS:
+        return "sum_insured" if "sum_insured" in measures else "monthly_premium"
+    if "age" in measures or q.f.has("dim", "age_group"):
+        return "age"
+    return None
+
+
+def _aggregates(q: Question, entity, aggs, extremes, dims, fragment: Fragment) -> Shape:
+    f = q.f
+    measure = measure_field(q, entity)
+    fns = list(aggs) + list(extremes)
+    if not fns:
+        if entity == PAYMENTS and "amount" in f.values("measure"):
+            fns = ["sum"]
+        elif entity == PAYMENTS:
+            fns = ["count", "sum"]
+        elif entity == CONTRACTS and set(f.values("measure")) & {"monthly_premium",
+                                                                 "sum_insured"}:  # fmt: skip
+            fns = ["sum"]
+        elif f.has("noun", "premium") and entity == CONTRACTS:
+            fns = ["sum"]
+        else:
+            fns = ["count"]
+    aggregates = []
+    agg_words = {i for k in ("agg", "extreme", "how_much") for _, m in f.kinds(k) for i in span(m)}
+    for fn in dict.fromkeys(fns):
+        if fn == "count":
+            aggregates.append({"fn": "count", "field": None, "as": "count"})
+            continue
+        if measure is None or (fn == "sum" and measure == "age"):
+            fragment.cannot(f"{AGG_LABELS[fn]}(합산할 금액 항목이 없습니다)", agg_words)
+            continue
+        aggregates.append({"fn": fn, "field": measure, "as": _alias(fn, measure)})
+    if not aggregates:
+        aggregates.append({"fn": "count", "field": None, "as": "count"})
+    shape = Shape("aggregate", aggregates=aggregates, fragment=fragment)
+    shape.group_by = [x for dim in dims for x in DIM_FIELDS[dim]]
+    for dim in dims:
+        fragment.understood.append(f"{DIM_LABELS[dim]}별")
+    for agg in aggregates:
+        fragment.understood.append(agg_label(agg))
+    if dims:
+        first_dim = dims[0]
+        if first_dim in ORDERED_DIMS:
+            shape.order_by = [{"field": DIM_FIELDS[first_dim][0], "direction": "asc"}]
+        else:
+            shape.order_by = [{"field": aggregates[0]["as"], "direction": "desc"}]
+    return shape
+
+
+def _shape_rank(q: Question, entity: str, rank, grouped: list[str], fragment: Fragment) -> Shape:
+    f = q.f
+    fragment.consumed |= rank.consumed
+    if rank.by_count:
+        threshold = rank.threshold
+        written = f"{threshold.value}{threshold.counter or ''} {OP_LABELS[threshold.modifier]}"
+        fragment.cannot(f"'{written}' 건수 조건", span(threshold))
+    unit = q.rank_unit
+    aggs = q.agg_fns
+    nouns = set(f.values("noun"))
+    measures = set(f.values("measure"))
+    direction = rank.direction
+    label_dir = "상위" if direction == "desc" else "하위"
+    fragment.consumed |= {
+        i for m in f.matches for k, v in m.payloads if k == "dim" and v == unit for i in span(m)
+    }
+
+    # What is being compared: money, age, or a count of something.
+    counted = None
+    if (
+        rank.by_count
+        or "count" in aggs
+        or not (measures or {"premium", "payment"} & nouns or entity == PAYMENTS)
+    ):
+        counted = "count"
+    measure = None if counted else measure_field(q, entity)
+    if measure is None:
+        counted = "count"
+
+    row_level = (unit == "contract" and entity == CONTRACTS) or (
+        unit == "customer" and entity == CUSTOMERS and measure == "age"
+    )
+    if row_level and measure is not None:
+        fragment.understood.append(f"{MEASURE_LABELS.get(measure, measure)} {label_dir} {rank.n}")
+        return Shape(
+            "top_n",
+            order_by=[{"field": measure, "direction": direction}],
+            limit=rank.n,
+            fragment=fragment,
+        )
+
+    dim = unit if unit in DIM_FIELDS else "customer"
+    if not all(x in FIELDS[entity] for x in DIM_FIELDS[dim]):
+        fragment.cannot(f"{DIM_LABELS[dim]} 기준 순위", set())
+        dim = "customer" if "customer_id" in FIELDS[entity] else None
+    extra = [d for d, m in q.grouping_matches if d != dim]
+    extra_dims = []
+    for d in dict.fromkeys(extra):
+        if all(x in FIELDS[entity] for x in DIM_FIELDS[d]):
+            extra_dims.append(d)
+    for d, m in q.grouping_matches:
+        if d == dim or d in extra_dims:
+            fragment.consumed |= span(m) | _group_marks(q, m)
+    group_dims = ([dim] if dim else []) + extra_dims
+    if counted == "count":
+        agg = {"fn": "count", "field": None, "as": "count"}
+    else:
+        fn = "avg" if "avg" in aggs else "sum"
+        agg = {"fn": fn, "field": measure, "as": _alias(fn, measure)}
+    fragment.understood.append(f"{agg_label(agg)} {label_dir} {rank.n}")
+    return Shape(
+        "top_n",
+        group_by=[x for d in group_dims for x in DIM_FIELDS[d]],
+        aggregates=[agg],
+        order_by=[{"field": agg["as"], "direction": direction}],
+        limit=rank.n,
+        fragment=fragment,
+    )
+
+
+def _requested_columns(q: Question, entity: str, fragment: Fragment) -> list[str]:
+    """ "고객 전화번호 목록" -> the row's identity columns plus the columns asked for."""
+    wanted = q.f.kinds("column")
+    available = []
+    for column, m in wanted:
+        if column in FIELDS[entity]:
+            available.append(column)
+            fragment.consumed |= span(m)
+        else:
+            fragment.cannot(f"{column} 항목", span(m))
+    available = list(dict.fromkeys(available))
+    if available:
+        fragment.understood.append("항목 " + ", ".join(available))
+        return list(dict.fromkeys(IDENTITY_FIELDS[entity] + available))
+    return []
+
+
+_COLUMN_ORDERS = {"by_column": None, "asc_column": "asc", "desc_column": "desc"}
+
+
+def _sort_column(q: Question, entity: str) -> tuple[str, str | None] | None:
+    """The column a sort word names, and its direction if the word says one: "계약일 순으로",
+    "생년월일 빠른 순", "sort customers by phone number", "이름 가나다순"."""
+    for value, m in q.f.kinds("order"):
+        if value not in _COLUMN_ORDERS:
+            continue
+        near = [
+            (min(abs(c.first - m.last), abs(m.first - c.last)), column)
+            for column, c in q.f.kinds("column")
+            if c.last < m.first
+            and m.first - c.last <= 3
+            or c.first > m.last
+            and c.first - m.last <= 4
+        ]
+        if not near and value == "asc_column" and "가나다" in m.text:
+            near = [(0, "customer_name")]
+        if near:
+            return min(near)[1], _COLUMN_ORDERS[value]
+    return None
+
+
+def _shape_rows(
+    q: Question, entity: str, filters: list[dict], applied_period, taken, fragment: Fragment
+) -> Shape:
+    f = q.f
+    fields = _requested_columns(q, entity, fragment)
+    order = f.values("order")
+    if not order and f.has("recent") and applied_period is None:
+        order = ["desc_date"]  # "최근 가입한 고객": newest first
+        fragment.consumed |= {i for _, m in f.kinds("recent") for i in span(m)}
+    order_by: list[dict] = []
+    sort = _sort_column(q, entity)
+    if sort is not None:
+        sort_column, direction = sort
+        if direction is None:
+            direction = "desc" if "desc_date" in order or f.has("sort", "desc") else "asc"
+        order_by = [{"field": sort_column, "direction": direction}]
+    date_field = ENTITIES[entity].date_field
+    if order and not order_by:
+        direction = "asc" if "asc_date" in order else "desc"
+        order_by = [{"field": date_field, "direction": direction}]
+        label = ENTITIES[entity].fields[date_field].label
+        fragment.understood.append(f"{label} {'오래된 순' if direction == 'asc' else '최신순'}")
+    shape = Shape("customer_list", fields=fields, fragment=fragment)
+    if entity == PAYMENTS:
+        if not order_by or order_by[0]["field"] == "due_month":
+            direction = order_by[0]["direction"] if order_by else "desc"
+            order_by = [{"field": "due_month", "direction": direction},
+                        {"field": "contract_id", "direction": "asc"}]  # fmt: skip
+        shape.order_by = order_by
+        shape.family = "unpaid" if "미납" in f.values("pay_status") else "premium_detail"
+        return shape
+    if entity == CONTRACTS:
+        if q.expire_mode(taken) == "expiring":
+            shape.order_by = order_by or [{"field": "end_date", "direction": "asc"}]
+            shape.family = "expiring"
+            return shape
+        shape.order_by = order_by or [{"field": "contract_id", "direction": "asc"}]
+        shape.family = "contracts"
+        return shape
+    shape.order_by = order_by or [{"field": "customer_id", "direction": "asc"}]
+    if any(x["field"] in ("age", "age_group") for x in filters):
+        shape.family = "age_group"
+    return shape
+
+
+def _alias(fn: str, fld: str) -> str:
+    if fn == "sum":
+        return f"total_{fld}"
+    return f"{fn}_{fld}"
