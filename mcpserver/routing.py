@@ -1,13 +1,15 @@
-"""Routes /mcp, the RFC 9728 metadata and the JWKS of the ORDS assertions to the MCP
-application's side, everything else to Django."""
+"""Routes /mcp to the MCP application, answers the well-known routes (the RFC 9728 metadata, the
+JWKS of hyperbook's ORDS assertions) itself, and sends everything else to Django."""
 
 import gc
 import logging
 from contextlib import AsyncExitStack
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from uuid_utils.compat import uuid7
 
+from kb.assertions import signing_keys
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers
 from mcpserver.server import McpApplication
 
@@ -93,10 +95,6 @@ async def _protected_resource_metadata(scope, send):
 async def _assertion_jwks(scope, send):
     """The public keys that verify hyperbook's ORDS assertions (docs/ords-adapter.md), behind the
     well-known Host check."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    from kb.assertions import signing_keys
-
     headers = request_headers(scope)
     if not _well_known_host_allowed(headers):
         return await json_reply(send, 403, {"error": "Host not allowed"}, [_request_id_header()])
