@@ -171,7 +171,7 @@ def test_an_es256_key_signs_as_well(ords, tmp_path):
 # --- what the verifier refuses becomes a clear refusal ---------------------------------------
 
 
-def refused_reason(ords) -> OrdsRefused:
+def refused_reason(ords) -> str:
     with pytest.raises(OrdsRefused) as refused:
         ask(ords)
     assert (refused.value.status, refused.value.reason) == (401, "ords_unauthorized")

@@ -29,6 +29,7 @@ from tests.kb.ords_stand_in import (
 )
 from tests.live import live_server
 from tests.mcpserver.conftest import Server, call
+from tests.mcpserver.test_canary_tokens import database_text
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -122,16 +123,29 @@ def test_a_planner_and_a_branch_manager_each_get_the_rows_of_their_own_sub(
     assert first["jti"] != second["jti"]
 
 
-def test_no_canary_token_and_no_stakeholder_header_reach_ords(hyperbook, ords, world, verifier):
-    for canary in (CANARY_PLANNER, CANARY_MANAGER):
-        tool_result(hyperbook.post(call("담당 고객 목록", 5), canary))
+def test_no_canary_token_and_no_stakeholder_header_reach_ords(
+    hyperbook, ords, world, verifier, django_db_blocker
+):
+    responses = [
+        hyperbook.post(call("담당 고객 목록", 5), canary)
+        for canary in (CANARY_PLANNER, CANARY_MANAGER)
+    ]
+    verifier.audience = "https://another-ords.kb.test"  # and a refused one
+    responses.append(hyperbook.post(call("담당 고객 목록", 5), CANARY_PLANNER))
     recorded = ords.recorded_text()
     assert ords.received, "ORDS was never asked"
     assert CANARY_PLANNER not in recorded and CANARY_MANAGER not in recorded
     assert not any(token in recorded for token in world.tokens.values())
     assert "x-kb-stakeholder-id" not in recorded.lower()
-    for request in ords.received:
-        assert request.headers["Authorization"].startswith("Bearer ey")  # a JWT, not a VPD token
+    assertions = [r.headers["Authorization"].removeprefix("Bearer ") for r in ords.received]
+    assert all(a.startswith("ey") for a in assertions)  # a JWT, not a VPD token
+    # Neither the callers' tokens nor the assertions are kept or shown anywhere.
+    bodies = "\n".join(r.text + repr(dict(r.headers)) for r in responses)
+    log = hyperbook.log.read_text(encoding="utf-8", errors="replace")
+    with django_db_blocker.unblock():
+        stored = database_text()
+    for secret in (CANARY_PLANNER, CANARY_MANAGER, *assertions):
+        assert secret not in bodies and secret not in log and secret not in stored
 
 
 @pytest.mark.parametrize(
