@@ -39,8 +39,8 @@ REPLY_MAX_BYTES = 4 * 1024 * 1024
 MAX_COLUMNS = 100
 MAX_NAME = 64
 MAX_SUMMARY = 500
-# Settings of the identity modes that issue 27 removed; warm_up() refuses a deployment that still
-# sets one, with what replaces it.
+# Settings of removed identity modes (a shared credential with the stakeholder named in a header):
+# warm_up() refuses a deployment that still sets one, and says what replaces it.
 REMOVED_SETTINGS = {
     "ORDS_SELECT_AI_CLIENT_TOKEN": (
         "is no longer used: hyperbook no longer sends ORDS a shared client credential and an "
