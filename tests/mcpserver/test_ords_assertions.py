@@ -265,3 +265,14 @@ def test_the_exchange_mode_sends_ords_the_sts_token_and_nothing_of_the_callers(
     )
     assert CANARY_PLANNER not in everything
     assert STS_CLIENT_SECRET not in ords.recorded_text()
+
+
+def test_without_a_usable_key_the_jwks_is_unavailable_and_names_nothing(world, tmp_path):
+    missing = tmp_path / "missing.pem"
+    with live_server(
+        tmp_path / "no-key.log", {"KB_ASSERTION_SIGNING_KEY_FILE": str(missing)}
+    ) as url:
+        response = httpx.get(f"{url}/.well-known/jwks.json", timeout=10)
+    assert response.status_code == 503
+    assert response.json() == {"error": "signing keys unavailable"}
+    assert "KB_ASSERTION_SIGNING_KEY_FILE" in (tmp_path / "no-key.log").read_text()
