@@ -103,7 +103,9 @@ def ours_app():
     if "engine" in stubs:
         module = types.ModuleType("kb.answering")
 
-        def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
+        def answer_question(
+            *, stakeholder_id: str, prompt: str, limit: int, delegation_id: int | None = None
+        ) -> dict:
             return FIXED_ANSWER
 
         module.answer_question = answer_question

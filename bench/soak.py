@@ -86,6 +86,16 @@ def signer_key(name: str) -> str:
     return made.stdout.strip()
 
 
+def assertion_key_file(path: Path) -> str:
+    """A fresh key for the ORDS assertions (required in production), made by the project's code."""
+    code = (
+        "import sys, pathlib; from kb.assertions import signing_key_file_generated;"
+        "signing_key_file_generated(pathlib.Path(sys.argv[1]))"
+    )
+    subprocess.run([PYTHON, "-c", code, str(path)], cwd=ROOT, check=True)
+    return str(path)
+
+
 class Sink:
     """Keeps memories by id, as the real API does (a second delivery is a duplicate)."""
 
@@ -252,6 +262,7 @@ class Soak:
             "TOKEN_FINGERPRINT_KEY": secrets.token_urlsafe(48),  # the same on every host
             "AUDIT_ORIGIN": "kb.soak.test/audit",
             "AUDIT_SIGNING_KEY": signer_key("kb.soak.test/audit"),
+            "KB_ASSERTION_SIGNING_KEY_FILE": assertion_key_file(self.folder / "kb-assertion.pem"),
             "DATABASE_URL": self.app_url,
             "REDIS_URL": self.redis.url,
             "CELERY_BROKER_URL": "",

@@ -147,11 +147,24 @@ def post_json(
     `timeout` bounds the whole exchange, not just each read, and the body is capped at
     `max_bytes`; neither a slow nor a huge reply can hold a worker.
     """
+    return _post(url, headers=headers, timeout=timeout, max_bytes=max_bytes, json=payload)
+
+
+def post_form(
+    url: str, *, form: dict, headers: Mapping[str, str], timeout: float, max_bytes: int
+) -> tuple[int, bytes]:
+    """`post_json` for an application/x-www-form-urlencoded body (an OAuth token endpoint)."""
+    return _post(url, headers=headers, timeout=timeout, max_bytes=max_bytes, data=form)
+
+
+def _post(
+    url: str, *, headers: Mapping[str, str], timeout: float, max_bytes: int, **content
+) -> tuple[int, bytes]:
     deadline = time.monotonic() + timeout
     try:
         with (
             outbound_client(timeout=timeout) as client,
-            client.stream("POST", url, json=payload, headers=headers) as response,
+            client.stream("POST", url, headers=headers, **content) as response,
         ):
             if 300 <= response.status_code < 400:
                 raise OutboundError("redirect", status=response.status_code)

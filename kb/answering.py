@@ -53,13 +53,19 @@ class QuestionRefused(ConditionRefused):
         self.field = self.use = None
 
 
-def answer_question(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
+def answer_question(
+    *, stakeholder_id: str, prompt: str, limit: int, delegation_id: int | None = None
+) -> dict:
     """Raises kb.policy.PolicyRefused for an unknown, suspended or unknown-role stakeholder (and,
     with the ORDS backend, for ORDS' 401/403) and kb.ords.OrdsError when ORDS fails.
 
-    Refusals and plan errors are written in the question's language, whatever the server's."""
+    `delegation_id` is the asking agent's delegation (/mcp); the ORDS backend names it as the
+    actor in its assertion. Refusals and plan errors are written in the question's language,
+    whatever the server's."""
     with translation.override(prompt_language(prompt)):
-        return _answer(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
+        return _answer(
+            stakeholder_id=stakeholder_id, prompt=prompt, limit=limit, delegation_id=delegation_id
+        )
 
 
 def prompt_language(prompt: object) -> str:
@@ -69,14 +75,15 @@ def prompt_language(prompt: object) -> str:
     return settings.LANGUAGE_CODE
 
 
-def _answer(*, stakeholder_id: str, prompt: str, limit: int) -> dict:
+def _answer(*, stakeholder_id: str, prompt: str, limit: int, delegation_id: int | None) -> dict:
     backend = query_backend()
     stakeholder = stakeholder_get(stakeholder_id)
     check_stakeholder_allowed(stakeholder)
     limit = min(max(int(limit), 1), MAX_LIMIT)
     if backend == ORDS:
-        # The caller's bearer is not passed to this function yet: see docs/ords-adapter.md.
-        return ords_answer(prompt=prompt, limit=limit, stakeholder=stakeholder)
+        return ords_answer(
+            prompt=prompt, limit=limit, stakeholder=stakeholder, delegation_id=delegation_id
+        )
 
     vocabulary = current_vocabulary()
     if plan_provider() == OPENAI_COMPATIBLE and isinstance(prompt, str) and prompt.strip():
@@ -143,13 +150,7 @@ def warm_up() -> None:
     database_roles_checked()
     backend = query_backend()
     if backend == ORDS:
-        config = ords_config()
-        if config.client_token is None:
-            # Until the MCP server passes the caller's bearer, every question would fail.
-            raise ImproperlyConfigured(
-                "KB_QUERY_BACKEND=ords needs ORDS_SELECT_AI_CLIENT_TOKEN (or _FILE) until the "
-                "caller's bearer is forwarded; see docs/ords-adapter.md"
-            )
+        ords_config()  # the URL, the assertions' issuer, audience and key, the exchange
     else:
         if plan_provider() == OPENAI_COMPATIBLE:
             provider_config()

@@ -1,7 +1,8 @@
 """The production backend of the KB tool: Select AI behind Oracle REST Data Services (ORDS).
 
-Everything assumed about the ORDS endpoint (request, caller identity, reply) lives in this module;
-docs/ords-adapter.md describes it. The rest of hyperbook only sees kb.answers' answer shape.
+Everything assumed about the ORDS endpoint (request, caller identity, reply) lives in this module
+and kb.ords_identity; docs/ords-adapter.md describes it. The rest of hyperbook only sees
+kb.answers' answer shape.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import datetime as dt
 import json
 import logging
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -19,7 +20,16 @@ from django.utils.translation import gettext as _
 
 from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
+from kb.assertions import DIRECT_ACTOR, MAX_LIFETIME_SECONDS, Asker, signing_keys
+from kb.catalogue import TOOL_NAME
 from kb.models import Stakeholder
+from kb.ords_identity import (
+    OrdsIdentity,
+    TokenExchange,
+    TokenExchangeFailed,
+    ords_bearer,
+    ords_bearer_rejected,
+)
 from kb.policy import PolicyRefused
 from kb.selectors import kb_as_of_date
 
@@ -29,8 +39,16 @@ REPLY_MAX_BYTES = 4 * 1024 * 1024
 MAX_COLUMNS = 100
 MAX_NAME = 64
 MAX_SUMMARY = 500
-STAKEHOLDER_HEADER = "X-KB-Stakeholder-Id"
-_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")  # visible ASCII: nothing that could split a header
+# Settings of removed identity modes (a shared credential with the stakeholder named in a header):
+# warm_up() refuses a deployment that still sets one, and says what replaces it.
+REMOVED_SETTINGS = {
+    "ORDS_SELECT_AI_CLIENT_TOKEN": (
+        "is no longer used: hyperbook no longer sends ORDS a shared client credential and an "
+        "X-KB-Stakeholder-Id header; ORDS now gets an assertion hyperbook signs for each user "
+        "(KB_ASSERTION_SIGNING_KEY_FILE, or an STS through ORDS_TOKEN_EXCHANGE_URL). Unset it "
+        "(and its _FILE); see docs/ords-adapter.md"
+    ),
+}
 
 
 class OrdsError(Exception):
@@ -47,7 +65,8 @@ class OrdsError(Exception):
 
 
 class OrdsRefused(PolicyRefused):
-    """ORDS refused the caller: 401 (token invalid or expired) or 403 (no permission)."""
+    """ORDS refused the caller: 401 (token invalid or expired) or 403 (no permission), or the
+    token exchange's STS refused to issue a token for ORDS."""
 
     def __init__(self, message: str, *, reason: str, status: int):
         super().__init__(message, reason=reason)
@@ -58,18 +77,36 @@ class OrdsRefused(PolicyRefused):
 class OrdsConfig:
     url: str
     timeout_seconds: float
-    # hyperbook's own ORDS client credential; used only while no caller bearer can be forwarded.
-    client_token: str | None = field(default=None, repr=False)
+    identity: OrdsIdentity
 
 
 def ords_config() -> OrdsConfig:
     """The ORDS settings, checked; ImproperlyConfigured names what is wrong (never a secret)."""
+    for name, why in REMOVED_SETTINGS.items():
+        if getattr(settings, name, None):
+            raise ImproperlyConfigured(f"{name} {why}")
     url = checked_service_url(getattr(settings, "ORDS_SELECT_AI_URL", ""), "ORDS_SELECT_AI_URL")
     timeout = _positive_seconds(settings, "ORDS_SELECT_AI_TIMEOUT_SECONDS")
-    client_token = getattr(settings, "ORDS_SELECT_AI_CLIENT_TOKEN", None) or None
-    if client_token is not None and not _TOKEN.match(client_token):
-        raise ImproperlyConfigured("ORDS_SELECT_AI_CLIENT_TOKEN must be one visible-ASCII token")
-    return OrdsConfig(url=url, timeout_seconds=timeout, client_token=client_token)
+    lifetime = getattr(settings, "KB_ASSERTION_LIFETIME_SECONDS", 60)
+    if isinstance(lifetime, bool) or not isinstance(lifetime, int):
+        lifetime = 0
+    if not 1 <= lifetime <= MAX_LIFETIME_SECONDS:
+        raise ImproperlyConfigured(
+            f"KB_ASSERTION_LIFETIME_SECONDS must be from 1 to {MAX_LIFETIME_SECONDS} seconds"
+        )
+    identity = OrdsIdentity(
+        issuer=_assertion_issuer(),
+        audience=getattr(settings, "ORDS_AUDIENCE", "") or _origin(url),
+        resource=url,
+        scope=TOOL_NAME,
+        lifetime_seconds=lifetime,
+        keys=signing_keys(
+            getattr(settings, "KB_ASSERTION_SIGNING_KEY_FILE", ""),
+            getattr(settings, "KB_ASSERTION_PREVIOUS_KEY_FILES", []),
+        ),
+        exchange=_token_exchange(timeout),
+    )
+    return OrdsConfig(url=url, timeout_seconds=timeout, identity=identity)
 
 
 def ords_answer(
@@ -77,20 +114,30 @@ def ords_answer(
     prompt: str,
     limit: int,
     stakeholder: Stakeholder,
-    bearer: str | None = None,
+    delegation_id: int | None = None,
     config: OrdsConfig | None = None,
 ) -> dict:
     """Ask ORDS Select AI `prompt` as `stakeholder`; the reply in kb.answers' answer shape.
 
-    `bearer` is the caller's own VPD token, forwarded so ORDS applies VPD for that user. Without
-    it the configured client credential is sent and the stakeholder id asserted in a header.
-    Raises OrdsRefused (a PolicyRefused) on 401/403, OrdsError on anything else unusable.
+    ORDS learns who asks from a token hyperbook issues for this request (kb.ords_identity), with
+    the agent's delegation as the actor. Raises OrdsRefused (a PolicyRefused) on 401/403 or a
+    refused token exchange, OrdsError on anything else unusable.
     """
     config = config or ords_config()
+    asker = Asker(
+        stakeholder_id=stakeholder.stakeholder_id,
+        role=stakeholder.role,
+        branch_id=stakeholder.branch_id,
+        actor=DIRECT_ACTOR if delegation_id is None else str(delegation_id),
+    )
+    try:
+        bearer = ords_bearer(asker, identity=config.identity)
+    except TokenExchangeFailed as exc:
+        raise _exchange_error(exc) from None
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/json",
-        **_identity_headers(stakeholder, bearer=bearer, config=config),
+        "Authorization": f"Bearer {bearer}",
     }
     try:
         status, body = post_json(
@@ -103,6 +150,7 @@ def ords_answer(
     except OutboundError as exc:
         raise _outbound_error(exc) from None
     if status == 401:
+        ords_bearer_rejected(asker, identity=config.identity)
         raise OrdsRefused(
             _("토큰이 유효하지 않거나 만료됨"), reason="ords_unauthorized", status=401
         )
@@ -161,36 +209,57 @@ def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> d
     )
 
 
-# --- identity ---------------------------------------------------------------------------------
+# --- identity -------------------------------------------------------------------------------
 
 
-def _identity_headers(stakeholder: Stakeholder, *, bearer: str | None, config: OrdsConfig):
-    if bearer is not None:
-        token = normalise_bearer(bearer)
-        if token is None:
-            raise OrdsRefused(
-                _("토큰이 유효하지 않거나 만료됨"), reason="malformed_bearer", status=401
-            )
-        return {"Authorization": f"Bearer {token}"}
-    if config.client_token is None:
-        raise ImproperlyConfigured(
-            "KB_QUERY_BACKEND=ords needs the caller's VPD bearer (not passed by the MCP server "
-            "yet) or ORDS_SELECT_AI_CLIENT_TOKEN (or _FILE); see docs/ords-adapter.md"
-        )
-    return {
-        "Authorization": f"Bearer {config.client_token}",
-        STAKEHOLDER_HEADER: stakeholder.stakeholder_id,
-    }
+def _assertion_issuer() -> str:
+    """KB_ASSERTION_ISSUER, else the origin of MCP_RESOURCE_URL: this deployment, as ORDS' JWT
+    profile names it."""
+    configured = getattr(settings, "KB_ASSERTION_ISSUER", "")
+    if configured:
+        return checked_service_url(configured, "KB_ASSERTION_ISSUER")
+    resource = getattr(settings, "MCP_RESOURCE_URL", "")
+    if resource:
+        return _origin(checked_service_url(resource, "MCP_RESOURCE_URL"))
+    raise ImproperlyConfigured(
+        "KB_QUERY_BACKEND=ords needs MCP_RESOURCE_URL or KB_ASSERTION_ISSUER: the issuer (iss) "
+        "of the assertions ORDS verifies"
+    )
 
 
-def normalise_bearer(raw: str) -> str | None:
-    """The token of "Bearer <token>" or "<token>", surrounding space removed; None if malformed."""
-    if not isinstance(raw, str):
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _token_exchange(timeout: float) -> TokenExchange | None:
+    url = getattr(settings, "ORDS_TOKEN_EXCHANGE_URL", "")
+    if not url:
         return None
-    token = raw.strip()
-    if token[:7].lower() == "bearer ":
-        token = token[7:].strip()
-    return token if _TOKEN.match(token) else None
+    url = checked_service_url(url, "ORDS_TOKEN_EXCHANGE_URL")
+    client_id = getattr(settings, "ORDS_TOKEN_EXCHANGE_CLIENT_ID", "")
+    secret = getattr(settings, "ORDS_TOKEN_EXCHANGE_CLIENT_SECRET", None)
+    if not client_id:
+        raise ImproperlyConfigured("ORDS_TOKEN_EXCHANGE_URL needs ORDS_TOKEN_EXCHANGE_CLIENT_ID")
+    if not secret:
+        raise ImproperlyConfigured(
+            "ORDS_TOKEN_EXCHANGE_URL needs ORDS_TOKEN_EXCHANGE_CLIENT_SECRET_FILE"
+        )
+    return TokenExchange(
+        url=url, client_id=client_id, client_secret=secret, timeout_seconds=timeout
+    )
+
+
+def _exchange_error(exc: TokenExchangeFailed) -> OrdsError | OrdsRefused:
+    if exc.reason == "exchange_refused":
+        return OrdsRefused(
+            _("ORDS용 토큰 발급이 거부되었습니다 (토큰 교환)."),
+            reason=exc.reason,
+            status=exc.status or 401,
+        )
+    return OrdsError(
+        _("ORDS용 토큰을 발급받지 못했습니다 (토큰 교환)."), reason=exc.reason, status=exc.status
+    )
 
 
 # --- reply mapping ----------------------------------------------------------------------------

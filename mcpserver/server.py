@@ -33,10 +33,12 @@ INSTRUCTIONS = (
 )
 
 
-def _answer(stakeholder_id: str, prompt: str, limit: int) -> dict:
+def _answer(stakeholder_id: str, prompt: str, limit: int, delegation_id: int) -> dict:
     from kb.answering import answer_question
 
-    return answer_question(stakeholder_id=stakeholder_id, prompt=prompt, limit=limit)
+    return answer_question(
+        stakeholder_id=stakeholder_id, prompt=prompt, limit=limit, delegation_id=delegation_id
+    )
 
 
 def _prompt_language(prompt: str) -> str:
@@ -100,7 +102,9 @@ def build_server() -> Server:
         language = _prompt_language(prompt)
         try:
             with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
-                answer = await _answer_in_db_thread(principal.stakeholder_id, prompt, limit)
+                answer = await _answer_in_db_thread(
+                    principal.stakeholder_id, prompt, limit, principal.delegation_id
+                )
         except PolicyRefused as exc:
             # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
             _answered_with_error(record, Outcome.FORBIDDEN, Reason.POLICY_REFUSED)

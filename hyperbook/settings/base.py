@@ -275,8 +275,26 @@ CELERY_BEAT_SCHEDULE = {
 KB_QUERY_BACKEND = env_str("KB_QUERY_BACKEND", "embedded")
 ORDS_SELECT_AI_URL = env_str("ORDS_SELECT_AI_URL")
 ORDS_SELECT_AI_TIMEOUT_SECONDS = env_int("ORDS_SELECT_AI_TIMEOUT_SECONDS", 60)
-# hyperbook's own ORDS client credential, used only until the caller's VPD bearer is forwarded.
-ORDS_SELECT_AI_CLIENT_TOKEN = read_secret("ORDS_SELECT_AI_CLIENT_TOKEN")
+# Who asks, as ORDS learns it: per request, a short-lived JWT access token (RFC 9068) that
+# hyperbook signs for the user (kb/assertions.py), verified by ORDS against /.well-known/jwks.json.
+# The key is an Ed25519 or P-256 private key in PEM (generated into var/ locally, required in
+# production); an earlier key's file stays in KB_ASSERTION_PREVIOUS_KEY_FILES (comma-separated)
+# while its last assertions may still be in flight. iss: KB_ASSERTION_ISSUER, else the origin of
+# MCP_RESOURCE_URL; aud: ORDS_AUDIENCE, else the origin of ORDS_SELECT_AI_URL.
+KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE")
+KB_ASSERTION_PREVIOUS_KEY_FILES = env_list("KB_ASSERTION_PREVIOUS_KEY_FILES")
+KB_ASSERTION_ISSUER = env_str("KB_ASSERTION_ISSUER")
+KB_ASSERTION_LIFETIME_SECONDS = env_int("KB_ASSERTION_LIFETIME_SECONDS", 60)
+ORDS_AUDIENCE = env_str("ORDS_AUDIENCE")
+# Optional RFC 8693 token exchange: an STS trades the assertion for the token ORDS gets.
+ORDS_TOKEN_EXCHANGE_URL = env_str("ORDS_TOKEN_EXCHANGE_URL")
+ORDS_TOKEN_EXCHANGE_CLIENT_ID = env_str("ORDS_TOKEN_EXCHANGE_CLIENT_ID")
+ORDS_TOKEN_EXCHANGE_CLIENT_SECRET = read_secret("ORDS_TOKEN_EXCHANGE_CLIENT_SECRET")
+# Removed (the shared client credential ORDS once got instead of a user's identity): only whether
+# it is still set is read, so that start-up can refuse it (kb.ords.REMOVED_SETTINGS).
+ORDS_SELECT_AI_CLIENT_TOKEN = bool(
+    env_str("ORDS_SELECT_AI_CLIENT_TOKEN") or env_str("ORDS_SELECT_AI_CLIENT_TOKEN_FILE")
+)
 SELECT_AI_PROVIDER = env_str("SELECT_AI_PROVIDER", "builtin")
 SELECT_AI_BASE_URL = env_str("SELECT_AI_BASE_URL")  # e.g. https://api.openai.com/v1
 SELECT_AI_MODEL = env_str("SELECT_AI_MODEL")

@@ -13,6 +13,14 @@ AUDIT_ORIGIN = env_str("AUDIT_ORIGIN")
 if not AUDIT_ORIGIN:
     raise ImproperlyConfigured("AUDIT_ORIGIN must be set in production (e.g. kb.example.com/audit)")
 
+# The key that signs ORDS assertions (an Ed25519 or P-256 private key in PEM, mode 0600).
+KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE")
+if not KB_ASSERTION_SIGNING_KEY_FILE:
+    raise ImproperlyConfigured(
+        "KB_ASSERTION_SIGNING_KEY_FILE must be set in production: the private key (PEM) that "
+        "signs the assertions ORDS receives; see docs/ords-adapter.md"
+    )
+
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True

@@ -2,6 +2,8 @@
 
 import os
 
+from kb.assertions import signing_key_file_generated
+
 from .base import *  # noqa: F403
 from .base import DATABASES, VAR_DIR
 from .env import env_str
@@ -21,6 +23,10 @@ TOKEN_FINGERPRINT_KEY = "test-only-fingerprint-key-0123456789abcdef"  # noqa: S1
 AUDIT_ORIGIN = "test.hyperbook.invalid/audit"
 AUDIT_SIGNING_KEY = (
     "PRIVATE+KEY+test.hyperbook.invalid/audit+35d94097+AV0e0xmUH77Ifg1BQLxwlcNRWts+FCF/uzV6EHcfIzF6"
+)
+# One ORDS assertion key per machine's test runs, so that every process of a run signs alike.
+KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE") or str(
+    signing_key_file_generated(VAR_DIR / "test_kb_assertion_signing_key.pem")
 )
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LANGUAGE_CODE = "ko"

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from audit.signed_note import Signer
 from hyperbook.settings.env import env_bool
+from kb.assertions import key_from_file, signing_key_file_generated
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +76,9 @@ def run_settings(module: str, env: dict) -> subprocess.CompletedProcess:
         "print(len(settings.SECRET_KEY))"
     )
     clean_env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TOKEN_", "AUDIT_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "TOKEN_", "AUDIT_", "KB_ASSERTION_"))
     }
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -99,17 +102,19 @@ def test_production_settings_read_secrets_from_files(tmp_path):
     (tmp_path / "sk").write_text("s" * 50)
     (tmp_path / "fk").write_text("f" * 50)
     (tmp_path / "ak").write_text(Signer.generate("kb.example.com/audit").text())
+    signing_key_file_generated(tmp_path / "kb-assertion.pem")
     env = {
         "DJANGO_SECRET_KEY_FILE": str(tmp_path / "sk"),
         "TOKEN_FINGERPRINT_KEY_FILE": str(tmp_path / "fk"),
         "AUDIT_SIGNING_KEY_FILE": str(tmp_path / "ak"),
         "AUDIT_ORIGIN": "kb.example.com/audit",
+        "KB_ASSERTION_SIGNING_KEY_FILE": str(tmp_path / "kb-assertion.pem"),
     }
     result = run_settings("hyperbook.settings.production", env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "50"
-    # The checkpoint signer key and the log's name are required too.
-    for missing in ("AUDIT_SIGNING_KEY_FILE", "AUDIT_ORIGIN"):
+    # The checkpoint signer key, the log's name and the ORDS assertions' key are required too.
+    for missing in ("AUDIT_SIGNING_KEY_FILE", "AUDIT_ORIGIN", "KB_ASSERTION_SIGNING_KEY_FILE"):
         result = run_settings(
             "hyperbook.settings.production", {k: v for k, v in env.items() if k != missing}
         )
@@ -130,6 +135,9 @@ def test_local_settings_generate_owner_only_secrets_once(tmp_path):
     signer_file = tmp_path / "audit_signing_key"
     assert stat.S_IMODE(signer_file.stat().st_mode) == 0o600
     assert Signer.from_text(signer_file.read_text()).name == "hyperbook.local/audit"
+    assertion_key = tmp_path / "kb_assertion_signing_key.pem"
+    assert stat.S_IMODE(assertion_key.stat().st_mode) == 0o600
+    assert key_from_file(str(assertion_key), setting="x").algorithm == "EdDSA"
 
 
 @pytest.mark.parametrize(

@@ -1,29 +1,43 @@
-"""The ORDS Select AI adapter (kb.ords) against a stand-in ORDS server thread on loopback."""
+"""The ORDS Select AI adapter (kb.ords) against an ORDS stand-in on loopback that verifies every
+assertion hyperbook signs (tests/kb/ords_stand_in.py), and an STS stand-in for the exchange mode."""
 
 import json
+import stat
 import time
+import types
+from contextlib import ExitStack
 
+import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from django.core.exceptions import ImproperlyConfigured
 
+from kb import ords_identity
 from kb.answering import answer_question, warm_up
 from kb.answers import ANSWER_JSON_SCHEMA
+from kb.assertions import key_from_file, signing_key_file_generated, signing_keys
+from kb.catalogue import TOOL_NAME
 from kb.models import Stakeholder
-from kb.ords import (
-    STAKEHOLDER_HEADER,
-    OrdsConfig,
-    OrdsError,
-    OrdsRefused,
-    normalise_bearer,
-    ords_answer,
-    ords_config,
-)
+from kb.ords import OrdsConfig, OrdsError, OrdsRefused, ords_answer, ords_config
+from kb.ords_identity import OrdsIdentity, TokenExchange
 from kb.policy import PolicyRefused
+from tests.kb.ords_stand_in import (
+    AUDIENCE,
+    ISSUER,
+    STS_CLIENT_ID,
+    STS_CLIENT_SECRET,
+    AssertionVerifier,
+    OrdsStandIn,
+    StsStandIn,
+    jwks_served,
+    started,
+)
 from tests.kb.test_selectai_provider import LoopbackServer, json_reply
 
-BEARER = "vpd_tok_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
-CLIENT_TOKEN = "hyperbook-ords-client-0123456789"
 PLANNER = Stakeholder(stakeholder_id="KB-P-001", role="planner", branch_id="BR-GN")
+MANAGER = Stakeholder(stakeholder_id="KB-M-001", role="branch_manager", branch_id="BR-GN")
 
 ORDS_ITEMS = [
     {
@@ -39,22 +53,49 @@ ORDS_ITEMS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def no_exchanged_tokens_between_tests():
+    ords_identity._exchanged.clear()
+    yield
+    ords_identity._exchanged.clear()
+
+
 @pytest.fixture
-def ords():
-    stand_in = LoopbackServer(respond=lambda r: json_reply({"items": ORDS_ITEMS, "hasMore": False}))
-    with stand_in.running() as url:
-        stand_in.url = f"{url}/ords/kb/select_ai/"
-        stand_in.config = OrdsConfig(url=stand_in.url, timeout_seconds=0.5)
+def keys(settings):
+    return signing_keys(settings.KB_ASSERTION_SIGNING_KEY_FILE, [])
+
+
+@pytest.fixture
+def ords(keys):
+    with ExitStack() as stack:
+        verifier = AssertionVerifier(jwks_url=jwks_served(keys.jwks, stack))
+        stand_in = OrdsStandIn(verifier=verifier, rows_for=lambda sub: ORDS_ITEMS)
+        started(stand_in, stack)
+        stand_in.config = OrdsConfig(
+            url=stand_in.url, timeout_seconds=0.5, identity=identity_for(stand_in.url, keys)
+        )
         yield stand_in
 
 
-def ask(ords, *, prompt="담당 고객 목록", limit=20, bearer=BEARER, config=None) -> dict:
+def identity_for(url, keys, exchange=None) -> OrdsIdentity:
+    return OrdsIdentity(
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        resource=url,
+        scope=TOOL_NAME,
+        lifetime_seconds=60,
+        keys=keys,
+        exchange=exchange,
+    )
+
+
+def ask(ords, *, prompt="담당 고객 목록", limit=20, stakeholder=PLANNER, delegation_id=None):
     return ords_answer(
         prompt=prompt,
         limit=limit,
-        stakeholder=PLANNER,
-        bearer=bearer,
-        config=config or ords.config,
+        stakeholder=stakeholder,
+        delegation_id=delegation_id,
+        config=ords.config,
     )
 
 
@@ -64,47 +105,172 @@ def valid_answer(answer: dict) -> dict:
     return answer
 
 
-# --- the request ------------------------------------------------------------------------------
+def bearer_of(request) -> str:
+    return request.headers["Authorization"].removeprefix("Bearer ")
 
 
-def test_it_posts_only_prompt_and_limit_with_the_callers_bearer(ords):
-    ask(ords, prompt="이번 달 미납 보험료", limit=7, bearer=f"  Bearer {BEARER} ")
-    (request,) = ords.requests
+def key_file(tmp_path, name, private_key) -> str:
+    path = tmp_path / name
+    path.write_bytes(
+        private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(path)
+
+
+# --- the request: one assertion per request, for the asker ----------------------------------
+
+
+def test_it_posts_only_prompt_and_limit_with_an_assertion_for_the_asker(ords, keys):
+    ask(ords, prompt="이번 달 미납 보험료", limit=7, delegation_id=42)
+    (request,) = ords.received
     assert request.method == "POST" and request.path == "/ords/kb/select_ai/"
     assert request.json() == {"prompt": "이번 달 미납 보험료", "limit": 7}
-    assert request.headers["Authorization"] == f"Bearer {BEARER}"
     assert request.headers["Accept"] == "application/json"
-    assert STAKEHOLDER_HEADER not in request.headers  # ORDS learns who asks from the token only
+    assert not any(name.lower() == "x-kb-stakeholder-id" for name in request.headers)
+    header = jwt.get_unverified_header(bearer_of(request))
+    assert header == {"alg": "EdDSA", "typ": "at+jwt", "kid": keys.current.kid}
+    (claims,) = ords.accepted
+    assert claims["iss"] == ISSUER and claims["aud"] == AUDIENCE
+    assert claims["sub"] == "KB-P-001"
+    assert (claims["kb_role"], claims["kb_branch"]) == ("planner", "BR-GN")
+    assert claims["act"] == {"sub": "42"}
+    assert claims["scope"] == TOOL_NAME
+    assert claims["exp"] - claims["iat"] == 60 and abs(claims["iat"] - time.time()) < 5
 
 
-def test_without_a_bearer_it_asserts_the_stakeholder_with_the_client_credential(ords):
-    config = OrdsConfig(url=ords.url, timeout_seconds=1, client_token=CLIENT_TOKEN)
-    ask(ords, bearer=None, config=config)
-    (request,) = ords.requests
-    assert request.headers["Authorization"] == f"Bearer {CLIENT_TOKEN}"
-    assert request.headers[STAKEHOLDER_HEADER] == "KB-P-001"
-    assert CLIENT_TOKEN not in repr(config)
+def test_every_request_gets_its_own_assertion(ords):
+    ask(ords)
+    ask(ords, stakeholder=MANAGER)
+    first, second = ords.accepted
+    assert first["jti"] != second["jti"]
+    assert bearer_of(ords.received[0]) != bearer_of(ords.received[1])
+    assert (second["sub"], second["kb_role"]) == ("KB-M-001", "branch_manager")
 
 
-def test_without_a_bearer_or_a_client_credential_nothing_is_sent(ords):
-    with pytest.raises(ImproperlyConfigured, match="ORDS_SELECT_AI_CLIENT_TOKEN"):
-        ask(ords, bearer=None)
-    assert ords.requests == []
+def test_without_a_delegation_the_actor_is_hyperbook_itself(ords):
+    ask(ords)
+    assert ords.accepted[0]["act"] == {"sub": "hyperbook"}
 
 
-@pytest.mark.parametrize("bearer", ["", "   ", "two words", "tok\r\nX-Evil: 1", "한글토큰"])
-def test_a_malformed_bearer_is_refused_before_any_request(ords, bearer):
+def test_an_es256_key_signs_as_well(ords, tmp_path):
+    keys = signing_keys(key_file(tmp_path, "p256.pem", ec.generate_private_key(ec.SECP256R1())), [])
+    with ExitStack() as stack:
+        ords.verifier.jwks_url = jwks_served(keys.jwks, stack)
+        ords.config = OrdsConfig(
+            url=ords.url, timeout_seconds=1, identity=identity_for(ords.url, keys)
+        )
+        ask(ords)
+    assert jwt.get_unverified_header(bearer_of(ords.received[0]))["alg"] == "ES256"
+    assert ords.accepted[0]["sub"] == "KB-P-001"
+
+
+# --- what the verifier refuses becomes a clear refusal ---------------------------------------
+
+
+def refused_reason(ords) -> str:
     with pytest.raises(OrdsRefused) as refused:
-        ask(ords, bearer=bearer)
-    assert refused.value.status == 401
-    assert ords.requests == []
+        ask(ords)
+    assert (refused.value.status, refused.value.reason) == (401, "ords_unauthorized")
+    assert str(refused.value) == "토큰이 유효하지 않거나 만료됨"
+    return ords.refusals[-1]
 
 
-def test_bearer_normalisation():
-    assert normalise_bearer(f"bearer {BEARER}") == BEARER
-    assert normalise_bearer(f"\t{BEARER}\n") == BEARER
-    assert normalise_bearer("Bearer") == "Bearer"  # a token that happens to be the word
-    assert normalise_bearer(None) is None
+def test_an_expired_assertion_is_refused(ords):
+    ords.verifier.clock_offset = 61  # ORDS' clock past the assertion's 60 seconds
+    assert refused_reason(ords) == "expired"
+
+
+def test_an_assertion_for_another_audience_is_refused(ords):
+    ords.verifier.audience = "https://other-ords.kb.test"
+    assert refused_reason(ords) == "audience"
+
+
+def test_an_assertion_from_another_issuer_is_refused(ords):
+    ords.verifier.issuer = "https://someone-else.test"
+    assert refused_reason(ords) == "issuer"
+
+
+def test_an_assertion_signed_by_a_key_the_jwks_does_not_list_is_refused(ords, tmp_path):
+    other = signing_keys(signing_key_file_generated(tmp_path / "other.pem"), [])
+    with ExitStack() as stack:
+        ords.verifier.jwks_url = jwks_served(other.jwks, stack)
+        assert refused_reason(ords) == "unknown_kid"
+
+
+def test_a_replayed_assertion_is_refused(ords, monkeypatch):
+    ask(ords)
+    replayed = ords.received[0].headers["Authorization"]
+    again = httpx.post(
+        ords.url, json={"prompt": "x", "limit": 1}, headers={"Authorization": replayed}
+    )
+    assert again.status_code == 401 and ords.refusals == ["replayed"]
+    # Were hyperbook ever to reuse a jti, the tool would say so as a refusal, not fail.
+    same = types.SimpleNamespace(uuid4=lambda: types.SimpleNamespace(hex="one-jti-twice"))
+    monkeypatch.setattr("kb.assertions.uuid", same)
+    ask(ords)
+    assert refused_reason(ords) == "replayed"
+
+
+# --- the signing keys and the JWKS ------------------------------------------------------------
+
+
+def test_the_jwks_holds_public_keys_only_with_kid_alg_and_use(settings, tmp_path):
+    previous = key_file(tmp_path, "old.pem", ec.generate_private_key(ec.SECP256R1()))
+    both = signing_keys(settings.KB_ASSERTION_SIGNING_KEY_FILE, [previous])
+    published = both.jwks()["keys"]
+    assert [k["alg"] for k in published] == ["EdDSA", "ES256"]
+    for jwk in published:
+        assert jwk["use"] == "sig" and jwk["kid"]
+        assert not {"d", "p", "q", "dp", "dq", "qi", "k"} & set(jwk)
+    assert published[1]["kid"] == key_from_file(previous, setting="x").kid
+
+
+def test_a_previous_key_may_be_published_from_its_public_half(tmp_path, settings):
+    private = ec.generate_private_key(ec.SECP256R1())
+    public = tmp_path / "old.pub.pem"
+    public.write_bytes(
+        private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    keys = signing_keys(settings.KB_ASSERTION_SIGNING_KEY_FILE, [str(public)])
+    assert keys.previous[0].private_key is None
+    from_private = key_from_file(key_file(tmp_path, "o.pem", private), setting="x")
+    assert keys.previous[0].kid == from_private.kid
+
+
+@pytest.mark.parametrize("problem", ["missing", "rsa", "public_only", "garbage"])
+def test_an_unusable_signing_key_names_the_setting_and_the_file(tmp_path, problem):
+    path = tmp_path / "key.pem"
+    if problem == "rsa":
+        key_file(
+            tmp_path, "key.pem", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        )
+    elif problem == "public_only":
+        private = ec.generate_private_key(ec.SECP256R1())
+        path.write_bytes(
+            private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    elif problem == "garbage":
+        path.write_text("not a key")
+    with pytest.raises(ImproperlyConfigured, match="KB_ASSERTION_SIGNING_KEY_FILE") as error:
+        signing_keys(str(path), [])
+    assert "PRIVATE" not in str(error.value)
+
+
+def test_the_local_key_is_generated_once_owner_only(tmp_path):
+    path = signing_key_file_generated(tmp_path / "var" / "kb_assertion_signing_key.pem")
+    first = path.read_bytes()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert signing_key_file_generated(path).read_bytes() == first
+    assert key_from_file(str(path), setting="x").algorithm == "EdDSA"
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no draft left behind
 
 
 # --- the reply, mapped ------------------------------------------------------------------------
@@ -136,7 +302,7 @@ def test_an_ords_collection_becomes_the_answer_shape(ords):
 
 
 def test_declared_columns_labels_masks_and_summary_are_kept(ords):
-    ords.respond = lambda r: json_reply(
+    ords.server.respond = lambda r: json_reply(
         {
             "items": ORDS_ITEMS,
             "columns": [{"name": "customer_id", "label": "고객 ID"}, "phone"],
@@ -162,12 +328,12 @@ def test_declared_columns_labels_masks_and_summary_are_kept(ords):
 def test_more_items_than_the_limit_or_has_more_means_truncated(ords):
     answer = valid_answer(ask(ords, limit=1))
     assert answer["row_count"] == 1 and answer["truncated"] is True
-    ords.respond = lambda r: json_reply({"items": ORDS_ITEMS[:1], "hasMore": True})
+    ords.server.respond = lambda r: json_reply({"items": ORDS_ITEMS[:1], "hasMore": True})
     assert ask(ords, limit=5)["truncated"] is True
 
 
 def test_an_empty_collection_is_an_empty_answer(ords):
-    ords.respond = lambda r: json_reply({"items": [], "hasMore": False})
+    ords.server.respond = lambda r: json_reply({"items": [], "hasMore": False})
     answer = valid_answer(ask(ords))
     assert answer["rows"] == [] and answer["columns"] == []
 
@@ -183,7 +349,7 @@ def test_an_empty_collection_is_an_empty_answer(ords):
     ],
 )
 def test_401_and_403_are_policy_refusals(ords, status, reason, message):
-    ords.respond = lambda r: json_reply({"code": "Unauthorized"}, status=status)
+    ords.server.respond = lambda r: json_reply({"code": "Unauthorized"}, status=status)
     with pytest.raises(PolicyRefused) as refused:
         ask(ords)
     assert isinstance(refused.value, OrdsRefused)
@@ -198,29 +364,32 @@ def test_401_and_403_are_policy_refusals(ords, status, reason, message):
     "status, reason", [(500, "server_error"), (503, "server_error"), (429, "rate_limited")]
 )
 def test_server_errors_are_clear_errors_never_retried(ords, status, reason):
-    ords.respond = lambda r: json_reply({"message": f"secret detail {BEARER}"}, status=status)
+    ords.server.respond = lambda r: json_reply(
+        {"message": f"secret detail {bearer_of(r)}"}, status=status
+    )
     with pytest.raises(OrdsError) as error:
         ask(ords)
     assert (error.value.reason, error.value.status) == (reason, status)
-    assert BEARER not in str(error.value) and "secret detail" not in str(error.value)
-    assert len(ords.requests) == 1
+    assert bearer_of(ords.received[0]) not in str(error.value)
+    assert "secret detail" not in str(error.value)
+    assert len(ords.received) == 1
 
 
 def test_a_slow_ords_times_out_once(ords):
-    ords.respond = lambda r: (time.sleep(3), json_reply({"items": []}))[1]
+    ords.server.respond = lambda r: (time.sleep(3), json_reply({"items": []}))[1]
     started = time.monotonic()
     with pytest.raises(OrdsError) as error:
         ask(ords)
     assert error.value.reason == "timeout"
     assert time.monotonic() - started < 2
-    assert len(ords.requests) == 1
+    assert len(ords.received) == 1
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_a_redirect_is_an_error_and_is_not_followed(ords, status):
     elsewhere = LoopbackServer(respond=lambda r: json_reply({"items": ORDS_ITEMS}))
     with elsewhere.running() as other:
-        ords.respond = lambda r: (status, {"Location": f"{other}/steal"}, b"")
+        ords.server.respond = lambda r: (status, {"Location": f"{other}/steal"}, b"")
         with pytest.raises(OrdsError) as error:
             ask(ords)
     assert error.value.reason == "redirect"
@@ -240,7 +409,7 @@ def test_a_redirect_is_an_error_and_is_not_followed(ords, status):
     ],
 )
 def test_a_reply_that_is_not_the_assumed_shape_is_a_clear_error(ords, body):
-    ords.respond = lambda r: (200, {"Content-Type": "application/json"}, body)
+    ords.server.respond = lambda r: (200, {"Content-Type": "application/json"}, body)
     with pytest.raises(OrdsError) as error:
         ask(ords)
     assert error.value.reason == "invalid_reply"
@@ -248,16 +417,17 @@ def test_a_reply_that_is_not_the_assumed_shape_is_a_clear_error(ords, body):
 
 def test_a_huge_reply_is_cut_off(ords, monkeypatch):
     monkeypatch.setattr("kb.ords.REPLY_MAX_BYTES", 1000)
-    ords.respond = lambda r: json_reply({"items": [{"x": "y" * 2000}]})
+    ords.server.respond = lambda r: json_reply({"items": [{"x": "y" * 2000}]})
     with pytest.raises(OrdsError) as error:
         ask(ords)
     assert error.value.reason == "too_large"
 
 
-def test_an_unreachable_ords_is_a_clear_error():
-    config = OrdsConfig(url="http://127.0.0.1:9/ords/", timeout_seconds=1)
+def test_an_unreachable_ords_is_a_clear_error(keys):
+    url = "http://127.0.0.1:9/ords/"
+    config = OrdsConfig(url=url, timeout_seconds=1, identity=identity_for(url, keys))
     with pytest.raises(OrdsError) as error:
-        ords_answer(prompt="x", limit=1, stakeholder=PLANNER, bearer=BEARER, config=config)
+        ords_answer(prompt="x", limit=1, stakeholder=PLANNER, config=config)
     assert error.value.reason == "unreachable"
 
 
@@ -277,6 +447,7 @@ def test_an_unreachable_ords_is_a_clear_error():
 def test_the_ords_url_must_be_https_except_on_loopback(settings, url, accepted):
     settings.ORDS_SELECT_AI_URL = url
     settings.ORDS_SELECT_AI_TIMEOUT_SECONDS = 5
+    settings.KB_ASSERTION_ISSUER = ISSUER
     if accepted:
         assert ords_config().url == url
     else:
@@ -289,16 +460,25 @@ def ords_backend(ords, settings):
     settings.KB_QUERY_BACKEND = "ords"
     settings.ORDS_SELECT_AI_URL = ords.url
     settings.ORDS_SELECT_AI_TIMEOUT_SECONDS = 1
-    settings.ORDS_SELECT_AI_CLIENT_TOKEN = CLIENT_TOKEN
+    settings.ORDS_AUDIENCE = AUDIENCE
+    settings.KB_ASSERTION_ISSUER = ISSUER
     return ords
 
 
-def test_answer_question_forwards_prompt_and_limit_to_ords(kb, ords_backend):
-    answer = answer_question(stakeholder_id="KB-M-001", prompt="전체 고객", limit=500)
+def test_answer_question_asks_ords_as_the_stakeholder_for_its_delegation(kb, ords_backend):
+    answer = answer_question(
+        stakeholder_id="KB-M-001", prompt="전체 고객", limit=500, delegation_id=7
+    )
     valid_answer(answer)
-    (request,) = ords_backend.requests
+    (request,) = ords_backend.received
     assert request.json() == {"prompt": "전체 고객", "limit": 100}
-    assert request.headers[STAKEHOLDER_HEADER] == "KB-M-001"
+    (claims,) = ords_backend.accepted
+    assert (claims["sub"], claims["kb_role"], claims["kb_branch"]) == (
+        "KB-M-001",
+        "branch_manager",
+        "BR-GN",
+    )
+    assert claims["act"] == {"sub": "7"}
     assert answer["stakeholder"] == {
         "id": "KB-M-001",
         "role": "branch_manager",
@@ -310,15 +490,142 @@ def test_answer_question_forwards_prompt_and_limit_to_ords(kb, ords_backend):
 def test_a_suspended_stakeholder_is_refused_before_ords_is_asked(kb, ords_backend):
     with pytest.raises(PolicyRefused):
         answer_question(stakeholder_id="KB-P-099", prompt="전체 고객", limit=10)
-    assert ords_backend.requests == []
+    assert ords_backend.received == []
 
 
 def test_warm_up_checks_the_ords_settings_without_calling_ords(kb, ords_backend, settings):
     warm_up()
-    assert ords_backend.requests == []
-    settings.ORDS_SELECT_AI_CLIENT_TOKEN = None
-    with pytest.raises(ImproperlyConfigured, match="ORDS_SELECT_AI_CLIENT_TOKEN"):
-        warm_up()
+    assert ords_backend.received == []
     settings.ORDS_SELECT_AI_URL = "http://ords.example.com/"
     with pytest.raises(ImproperlyConfigured, match="https"):
         warm_up()
+
+
+def test_warm_up_refuses_the_removed_client_credential_and_says_what_replaces_it(
+    kb, ords_backend, settings
+):
+    settings.ORDS_SELECT_AI_CLIENT_TOKEN = True
+    with pytest.raises(ImproperlyConfigured) as refused:
+        warm_up()
+    message = str(refused.value)
+    assert "ORDS_SELECT_AI_CLIENT_TOKEN" in message and "no longer used" in message
+    assert "KB_ASSERTION_SIGNING_KEY_FILE" in message
+    assert ords_backend.received == []
+
+
+def test_the_issuer_is_the_resource_urls_origin_unless_named(ords_backend, settings):
+    settings.KB_ASSERTION_ISSUER = ""
+    settings.MCP_RESOURCE_URL = "https://kb.example.com:8443/mcp"
+    assert ords_config().identity.issuer == "https://kb.example.com:8443"
+    settings.KB_ASSERTION_ISSUER = "https://issuer.example.com"
+    assert ords_config().identity.issuer == "https://issuer.example.com"
+    settings.KB_ASSERTION_ISSUER, settings.MCP_RESOURCE_URL = "", ""
+    with pytest.raises(ImproperlyConfigured, match="MCP_RESOURCE_URL or KB_ASSERTION_ISSUER"):
+        ords_config()
+
+
+def test_the_audience_is_the_ords_origin_unless_named(ords_backend, settings):
+    settings.ORDS_AUDIENCE = ""
+    settings.ORDS_SELECT_AI_URL = "https://ords.example.com:8181/ords/kb/select_ai/"
+    assert ords_config().identity.audience == "https://ords.example.com:8181"
+    settings.ORDS_AUDIENCE = "kb-ords"
+    assert ords_config().identity.audience == "kb-ords"
+
+
+@pytest.mark.parametrize("lifetime", [0, 301, "60", True])
+def test_the_assertion_lifetime_is_short(ords_backend, settings, lifetime):
+    settings.KB_ASSERTION_LIFETIME_SECONDS = lifetime
+    with pytest.raises(ImproperlyConfigured, match="KB_ASSERTION_LIFETIME_SECONDS"):
+        ords_config()
+
+
+@pytest.mark.parametrize(
+    "missing", ["ORDS_TOKEN_EXCHANGE_CLIENT_ID", "ORDS_TOKEN_EXCHANGE_CLIENT_SECRET"]
+)
+def test_the_exchange_needs_its_client_credential(ords_backend, settings, missing):
+    settings.ORDS_TOKEN_EXCHANGE_URL = "https://sts.example.com/token"
+    settings.ORDS_TOKEN_EXCHANGE_CLIENT_ID = STS_CLIENT_ID
+    settings.ORDS_TOKEN_EXCHANGE_CLIENT_SECRET = STS_CLIENT_SECRET
+    setattr(settings, missing, "")
+    with pytest.raises(ImproperlyConfigured, match=missing) as refused:
+        ords_config()
+    assert STS_CLIENT_SECRET not in str(refused.value)
+
+
+# --- the RFC 8693 exchange --------------------------------------------------------------------
+
+
+@pytest.fixture
+def sts(ords, keys):
+    with ExitStack() as stack:
+        verifier = AssertionVerifier(jwks_url=ords.verifier.jwks_url)
+        stand_in = StsStandIn(verifier=verifier, ords=ords)
+        started(stand_in, stack)
+        exchange = TokenExchange(
+            url=f"{stand_in.url}/oauth2/token",
+            client_id=STS_CLIENT_ID,
+            client_secret=STS_CLIENT_SECRET,
+            timeout_seconds=1,
+        )
+        ords.config = OrdsConfig(
+            url=ords.url, timeout_seconds=1, identity=identity_for(ords.url, keys, exchange)
+        )
+        yield stand_in
+
+
+def test_the_sts_gets_the_rfc_8693_form_and_ords_gets_the_sts_token(ords, sts):
+    answer = valid_answer(ask(ords, delegation_id=5))
+    assert answer["row_count"] == 2
+    (exchange,) = sts.received
+    assert exchange.path == "/oauth2/token" and sts.problems == []
+    assert len(sts.verifier.seen_jti) == 1  # the STS verified hyperbook's assertion
+    (request,) = ords.received
+    assert bearer_of(request) == sts.issued[0]
+    assert ords.accepted == [{"sub": "KB-P-001", "scope": TOOL_NAME, "via": "sts"}]
+    # The assertion went to the STS only; the STS's client secret to neither ORDS nor a message.
+    assertion = exchange.body.decode()
+    assert "subject_token=" in assertion
+    assert STS_CLIENT_SECRET not in ords.recorded_text()
+
+
+def test_an_exchanged_token_is_reused_per_stakeholder_until_shortly_before_it_expires(ords, sts):
+    ask(ords)
+    ask(ords)
+    assert len(sts.received) == 1 and len(ords.received) == 2
+    ask(ords, stakeholder=MANAGER)
+    assert len(sts.received) == 2
+    assert ords.accepted[-1]["sub"] == "KB-M-001"
+    sts.expires_in = 10  # no longer than the safety margin: never reused
+    ask(ords, stakeholder=MANAGER, delegation_id=9)
+    ask(ords, stakeholder=MANAGER, delegation_id=9)
+    assert len(sts.received) == 4
+
+
+def test_a_token_ords_refuses_is_not_reused(ords, sts):
+    ask(ords)
+    ords.sts_tokens.clear()  # ORDS no longer accepts what the STS issued
+    with pytest.raises(OrdsRefused):
+        ask(ords)
+    ask(ords)  # exchanged again, not the refused token once more
+    assert len(sts.received) == 2
+
+
+@pytest.mark.parametrize("status", [400, 401, 403])
+def test_a_refused_exchange_is_a_refusal_and_ords_is_not_asked(ords, sts, status):
+    sts.refuse_with = status
+    with pytest.raises(OrdsRefused) as refused:
+        ask(ords)
+    assert refused.value.reason == "exchange_refused"
+    assert ords.received == []
+
+
+def test_a_failing_sts_is_a_clear_error(ords, sts):
+    sts.server.respond = lambda r: json_reply({"access_token": "x y", "token_type": "Bearer"})
+    with pytest.raises(OrdsError) as error:
+        ask(ords)
+    assert error.value.reason == "exchange_failed"
+    sts.server.respond = lambda r: (302, {"Location": "http://127.0.0.1:9/"}, b"")
+    with pytest.raises(OrdsError) as error:
+        ask(ords)
+    assert error.value.reason == "exchange_redirect"
+    assert ords.received == []

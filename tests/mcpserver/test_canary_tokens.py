@@ -57,7 +57,7 @@ def engine_error_response(tmp_path):
     env = {
         "KB_QUERY_BACKEND": "ords",
         "ORDS_SELECT_AI_URL": f"http://127.0.0.1:{free_port()}/ords/select_ai",
-        "ORDS_SELECT_AI_CLIENT_TOKEN": "ords-client-credential-for-tests",
+        "KB_ASSERTION_ISSUER": "https://kb.hyperbook.test",
         "ORDS_SELECT_AI_TIMEOUT_SECONDS": "2",
     }
     with live_server(tmp_path / "engine-error.log", env) as url:
