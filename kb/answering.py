@@ -237,14 +237,19 @@ def _refuse_masked_conditions(plan: dict, role: str, unexpressed: list[str]):
     answering a different question.
     """
     try:
-        used = plan_parse(plan).referenced_fields()
+        parsed = plan_parse(plan)
     except PlanError:
         return  # execute_plan reports the plan's own problem
+    used = parsed.referenced_fields()
     used.update(dict.fromkeys(unexpressed, "filter"))
     refused = masked_use(role, plan["entity"], used)
     if refused is not None:
         field, use = refused
         raise ConditionRefused(role=role, entity=plan["entity"], field=field, use=use)
+    for related in parsed.related:  # "주민번호가 …인 고객이 없는 …": no way round the mask
+        refused = masked_use(role, related.entity, {f.field: "filter" for f in related.filters})
+        if refused is not None:
+            raise ConditionRefused(role=role, entity=related.entity, field=refused[0], use="filter")
 
 
 def _fit_to_role(plan: dict, role: str, interpretation: dict) -> dict:

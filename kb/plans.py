@@ -41,9 +41,21 @@ OPS = (
     "contains",
     "startswith",
     "endswith",
+    "month_day_between",  # a date's month and day, in any year: ["03-01", "03-31"] (birthdays)
+    "month_day_in",  # one of these month-days, in any year: ["02-11"], every 12th
 )
 AGGREGATE_FNS = ("count", "sum", "avg", "min", "max")
-PLAN_KEYS = ("entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit")
+PLAN_KEYS = (
+    "entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit", "related"
+)  # fmt: skip
+MAX_RELATED = 3
+# Which entity's rows a plan's row may be asked to have (or lack), and the ORM path from those
+# rows back to it: a customer's contracts and payments, a contract's payments.
+RELATED_PATHS: dict[tuple[str, str], str] = {
+    ("customers", "contracts"): "customer",
+    ("customers", "premium_payments"): "contract__customer",
+    ("contracts", "premium_payments"): "contract",
+}
 
 _ALIAS = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -65,10 +77,17 @@ class PlanError(ValueError):
 
 
 _TEXT_OPS = frozenset({"contains", "startswith", "endswith"})
+MONTH_DAY_OPS = frozenset({"month_day_between", "month_day_in"})
 _OPS_BY_KIND = {
-    Kind.STR: frozenset(OPS),
-    **{kind: frozenset(OPS) - _TEXT_OPS for kind in Kind if kind is not Kind.STR},
+    Kind.STR: frozenset(OPS) - MONTH_DAY_OPS,
+    Kind.DATE: frozenset(OPS) - _TEXT_OPS,
+    **{
+        kind: frozenset(OPS) - _TEXT_OPS - MONTH_DAY_OPS
+        for kind in Kind
+        if kind not in (Kind.STR, Kind.DATE)
+    },
 }
+_MONTH_DAY = re.compile(r"^(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
 _SUMMABLE = frozenset({Kind.INT, Kind.AGE})
 _ORDERABLE_AGGREGATE = frozenset({Kind.STR, Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE})
 
@@ -108,6 +127,16 @@ class OrderBy:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Rows of `entity` linked to the plan's row that match `filters`: the row is kept when such
+    rows exist (exists=True, "계약이 있는 고객") or when none does ("미납이 없는 고객")."""
+
+    entity: str
+    filters: tuple[Filter, ...]
+    exists: bool
+
+
+@dataclass(frozen=True)
 class Plan:
     entity: str
     fields: tuple[str, ...] = ()
@@ -116,10 +145,14 @@ class Plan:
     aggregates: tuple[Aggregate, ...] = ()
     order_by: tuple[OrderBy, ...] = ()
     limit: int = DEFAULT_LIMIT
+    related: tuple[Related, ...] = ()
 
     @property
     def spec(self) -> EntitySpec:
         return ENTITIES[self.entity]
+
+    def related_path(self, related: Related) -> str:
+        return RELATED_PATHS[(self.entity, related.entity)]
 
     @property
     def grouped(self) -> bool:
@@ -143,6 +176,16 @@ class Plan:
 
     def as_dict(self) -> dict:
         """The normalised plan in the input's JSON shape (clamped limit, typed values as text)."""
+        related = [
+            {
+                "entity": r.entity,
+                "filters": [
+                    {"field": f.field, "op": f.op, "value": _value_json(f.value)} for f in r.filters
+                ],
+                "exists": r.exists,
+            }
+            for r in self.related
+        ]
         return {
             "entity": self.entity,
             "fields": list(self.fields),
@@ -156,6 +199,7 @@ class Plan:
                 for o in self.order_by
             ],
             "limit": self.limit,
+            **({"related": related} if related else {}),
         }
 
 
@@ -211,6 +255,7 @@ def plan_parse(raw: object) -> Plan:
         fields = ()
     filters = _filters(spec, raw.get("filters"))
     order_by = _order_by(spec, raw.get("order_by"), group_by, aggregates, grouped)
+    related = _related(spec, raw.get("related"))
     return Plan(
         entity=entity_name,
         fields=fields,
@@ -219,6 +264,7 @@ def plan_parse(raw: object) -> Plan:
         aggregates=aggregates,
         order_by=order_by,
         limit=clamp_limit(raw.get("limit")),
+        related=related,
     )
 
 
@@ -339,7 +385,28 @@ def _filters(spec: EntitySpec, value: object) -> tuple[Filter, ...]:
     return tuple(result)
 
 
+def _related(spec: EntitySpec, value: object) -> tuple[Related, ...]:
+    result = []
+    for item in _list(value, "related", MAX_RELATED):
+        item = _dict(item, ("entity", "filters", "exists"), "related")
+        name = item.get("entity")
+        if (spec.name, name) not in RELATED_PATHS:
+            raise PlanError(
+                _("%(entity)s 행에는 %(related)s 행을 연결할 수 없습니다.")
+                % {"entity": spec.name, "related": _show(name)},
+                code="unknown_entity",
+            )
+        exists = item.get("exists", True)
+        if not isinstance(exists, bool):
+            raise PlanError(_("related의 exists는 true 또는 false여야 합니다."))
+        result.append(Related(entity=name, filters=_filters(ENTITIES[name], item.get("filters")),
+                              exists=exists))  # fmt: skip
+    return tuple(result)
+
+
 def _filter_value(field: FieldSpec, op: str, raw: object):
+    if op in MONTH_DAY_OPS:
+        return _month_days(field, op, raw)
     if op in ("in", "not_in"):
         if not isinstance(raw, list | tuple) or not raw:
             raise PlanError(
@@ -372,6 +439,26 @@ def _filter_value(field: FieldSpec, op: str, raw: object):
             return None
         raise PlanError(_("%(label)s(%(field)s) 조건에 값이 없습니다.") % _named(field))
     return _scalar(field, raw)
+
+
+def _month_days(field: FieldSpec, op: str, raw: object) -> tuple[str, ...]:
+    """ "MM-DD" texts: two for month_day_between (in order), one or more for month_day_in."""
+    values = raw if isinstance(raw, list | tuple) else None
+    wrong = (
+        values is None
+        or not values
+        or len(values) > MAX_IN_VALUES
+        or (op == "month_day_between" and len(values) != 2)
+        or not all(isinstance(v, str) and _MONTH_DAY.match(v) for v in values)
+    )
+    if wrong:
+        raise PlanError(
+            _('%(op)s 조건의 값은 "MM-DD" 목록이어야 합니다: %(field)s')
+            % {"op": op, "field": field.name}
+        )
+    if op == "month_day_between" and values[0] > values[1]:
+        raise PlanError(_("between 범위의 시작이 끝보다 큽니다: %(field)s") % {"field": field.name})
+    return tuple(dict.fromkeys(values))
 
 
 def _scalar(field: FieldSpec, raw: object):

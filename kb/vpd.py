@@ -70,10 +70,11 @@ def execute_plan(
     # A Plan object is validated again from its JSON form: there is one way in, and it clamps.
     parsed = plan_parse(plan.as_dict() if isinstance(plan, Plan) else plan)
     masks = _column_masks(parsed, stakeholder.role)
+    related_masks = _related_masks(parsed, stakeholder.role)
     columns = _output_columns(parsed, masks)
     scope_paths, scope_values = _row_filter(stakeholder, parsed.spec.customer_path)
     using = router.db_for_read(Customer)
-    compiled = _compile(_shape(parsed, masks, columns, scope_paths, using))
+    compiled = _compile(_shape(parsed, masks, columns, scope_paths, using, related_masks))
     as_of = kb_as_of_date()
     connection = connections[using]
     request = _Request(parsed, scope_values, as_of, connection)
@@ -146,6 +147,40 @@ def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
     return masks
 
 
+def _related_masks(plan: Plan, role: str) -> tuple[tuple[tuple[str, Mask], ...], ...]:
+    """The masks of the fields each `related` condition filters on; refuses a masked one (a
+    question may not narrow a hidden value down through a customer's other rows either)."""
+    out = []
+    for related in plan.related:
+        spec = ENTITIES[related.entity]
+        used = {f.field: "filter" for f in related.filters}
+        masks = {}
+        for name in used:
+            mask = column_mask(role, related.entity, name)
+            if mask is None:  # fail closed, as for the plan's own fields
+                raise PlanError(
+                    gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
+                    % {"label": spec.fields[name].label_in(get_language()), "field": name},
+                    code="unknown_field",
+                )
+            masks[name] = mask
+        refused = masked_use(role, related.entity, used)
+        if refused is not None:
+            raise MaskedColumnError(
+                gettext(
+                    "%(label)s(%(field)s) 열은 %(role)s 권한에서 가려져 있어 "
+                    "조건·정렬·그룹·집계에 쓸 수 없습니다."
+                )
+                % {
+                    "label": spec.fields[refused[0]].label_in(get_language()),
+                    "field": refused[0],
+                    "role": role_label(role),
+                }
+            )
+        out.append(tuple(masks.items()))
+    return tuple(out)
+
+
 def _output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]:
     spec = plan.spec
     if plan.grouped:
@@ -197,9 +232,12 @@ class _Shape(NamedTuple):
     grouped: bool
     masks: tuple[tuple[str, Mask], ...]
     scope_paths: tuple[str, ...]  # the policy's row filter, by ORM path
+    related: tuple = ()  # (entity, path, filters shape, exists, masks) per related condition
 
 
-def _shape(plan: Plan, masks: dict, columns: list, scope_paths: tuple, using: str) -> _Shape:
+def _shape(
+    plan: Plan, masks: dict, columns: list, scope_paths: tuple, using: str, related_masks=()
+) -> _Shape:
     return _Shape(
         using=using,
         entity=plan.entity,
@@ -211,6 +249,16 @@ def _shape(plan: Plan, masks: dict, columns: list, scope_paths: tuple, using: st
         grouped=plan.grouped,
         masks=tuple(masks.items()),
         scope_paths=scope_paths,
+        related=tuple(
+            (
+                r.entity,
+                plan.related_path(r),
+                tuple((f.field, f.op, _value_shape(f.value)) for f in r.filters),
+                r.exists,
+                rmasks,
+            )
+            for r, rmasks in zip(plan.related, related_masks, strict=True)
+        ),
     )
 
 
@@ -281,14 +329,20 @@ def _compile(shape: _Shape) -> _Compiled:
 
 
 class _Compiler:
-    """Writes the one statement for a shape: what the ORM path wrote, lookup by lookup."""
+    """Writes the one statement for a shape: what the ORM path wrote, lookup by lookup.
 
-    def __init__(self, shape: _Shape):
+    A `related` condition is written by a compiler of its own over the related entity's table,
+    with its own table aliases (`alias`) and its filters read from that condition (`filters_of`).
+    """
+
+    def __init__(self, shape: _Shape, *, alias: str = "t", filters_of=None):
         self.shape = shape
         self.spec = ENTITIES[shape.entity]
         self.connection = connections[shape.using]
         self.quote = self.connection.ops.quote_name
         self.masks = dict(shape.masks)
+        self.alias = alias
+        self.filters_of = filters_of or (lambda plan: plan.filters)
         self.joins: dict[tuple[str, ...], tuple[str, str]] = {}  # ORM path prefix -> (alias, SQL)
         # Age is computed from the birth YEAR only when the role sees it that way (as before).
         names = [*shape.columns, *(f[0] for f in shape.filters), *shape.group_by]
@@ -306,6 +360,7 @@ class _Compiler:
         select += [self.aggregate(agg) for agg in shape.aggregates]
         where = [self.scope_condition(path, i) for i, path in enumerate(shape.scope_paths)]
         where += [self.condition(i, *item) for i, item in enumerate(shape.filters)]
+        where += [self.related_condition(i, *item) for i, item in enumerate(shape.related)]
         tail: list[_Frag] = []
         if not shape.grouped:
             orders = [self.order(self.value(o.key), o.descending) for o in shape.order_by]
@@ -323,7 +378,7 @@ class _Compiler:
         if not shape.grouped or shape.group_by:
             # One more row than the limit tells whether the answer was cut.
             tail.append(_Frag(" LIMIT %s", (lambda r: r.plan.limit + 1,)))
-        table = f"{self.quote(spec.model._meta.db_table)} t0"
+        table = f"{self.quote(spec.model._meta.db_table)} {self.alias}0"
         joins = "".join(f" {sql}" for _alias, sql in self.joins.values())
         parts = [_Frag("SELECT "), _join(", ", select), _Frag(f" FROM {table}{joins}")]
         if where:
@@ -336,7 +391,7 @@ class _Compiler:
 
     def column(self, path: str):
         """(SQL, model field, may be null) of an ORM path, joining what it walks through."""
-        model, alias, outer = self.spec.model, "t0", False
+        model, alias, outer = self.spec.model, f"{self.alias}0", False
         parts = path.split("__")
         try:
             for depth, part in enumerate(parts[:-1], start=1):
@@ -346,7 +401,7 @@ class _Compiler:
                 outer = outer or field.null
                 key = tuple(parts[:depth])
                 if key not in self.joins:
-                    target = f"t{len(self.joins) + 1}"
+                    target = f"{self.alias}{len(self.joins) + 1}"
                     join = "LEFT OUTER JOIN" if outer else "INNER JOIN"
                     table = self.quote(field.related_model._meta.db_table)
                     self.joins[key] = (
@@ -363,6 +418,16 @@ class _Compiler:
     def extract(self, part: str, column: str) -> _Frag:
         sql, params = self.connection.ops.date_extract_sql(part, column, ())
         return _Frag(sql, tuple(_constant(p) for p in params))
+
+    def month_day(self, column: str) -> _Frag:
+        """A date's "MM-DD", on the two databases the KB runs on."""
+        if self.connection.vendor == "postgresql":
+            return _Frag(f"to_char({column}, 'MM-DD')")
+        if self.connection.vendor == "sqlite":
+            return _Frag(f"strftime('%%m-%%d', {column})")
+        raise ImproperlyConfigured(
+            f"kb.vpd has no month-day expression for {self.connection.vendor}"
+        )
 
     def age(self, path: str) -> _Frag:
         """Age at the as-of date: as-of year - birth year, less one before the birthday."""
@@ -455,7 +520,7 @@ class _Compiler:
 
         def param(*position) -> Binder:
             def bind(r):
-                value = r.plan.filters[index].value
+                value = self.filters_of(r.plan)[index].value
                 for i in position:
                     value = value[i]
                 if model_field is None:
@@ -476,6 +541,15 @@ class _Compiler:
                 "", [lhs, _Frag(f" IN ({marks})", tuple(param(i) for i in range(len(shape))))]
             )
             return self.negated(test, lhs, nullable) if op == "not_in" else test
+        if op in ("month_day_between", "month_day_in"):
+            # The month and day of a date in any year ("MM-DD"), compared as text.
+            month_day = self.month_day(lhs.sql)
+            values = tuple(
+                (lambda r, i=i: self.filters_of(r.plan)[index].value[i]) for i in range(len(shape))
+            )
+            if op == "month_day_between":
+                return _join("", [month_day, _Frag(" BETWEEN %s AND %s", values)])
+            return _join("", [month_day, _Frag(f" IN ({', '.join(['%s'] * len(shape))})", values)])
         if op == "between":
             return _join("", [lhs, _Frag(" BETWEEN %s AND %s", (param(0), param(1)))])
         if op in _PATTERNS:
@@ -485,7 +559,7 @@ class _Compiler:
             rhs = connection.operators[lookup]
 
             def like(r):
-                text = r.connection.ops.prep_for_like_query(r.plan.filters[index].value)
+                text = r.connection.ops.prep_for_like_query(self.filters_of(r.plan)[index].value)
                 return pattern.format(text)
 
             return _Frag(f"{cast % lhs.sql} {rhs}", (*lhs.binders, like))
@@ -494,6 +568,32 @@ class _Compiler:
         raise PlanError(  # fail closed
             gettext("알 수 없는 연산자입니다: %(op)s") % {"op": repr(op)}, code="unknown_op"
         )
+
+    def related_condition(self, index: int, entity, path, filters, exists, masks) -> _Frag:
+        """[NOT] EXISTS (the related rows of this row that match the related filters)."""
+        inner_shape = self.shape._replace(
+            entity=entity, columns=(), filters=filters, group_by=(), aggregates=(), order_by=(),
+            grouped=False, masks=masks, scope_paths=(), related=(),
+        )  # fmt: skip
+        inner = _Compiler(
+            inner_shape,
+            alias=f"r{index}_",
+            filters_of=lambda plan, index=index: plan.related[index].filters,
+        )
+        link = inner.column(path)[0]
+        own_key = self.column(self.spec.fields[self.spec.key].path)[0]
+        where = [_Frag(f"{link} = {own_key}")]
+        where += [inner.condition(i, *item) for i, item in enumerate(filters)]
+        table = f"{self.quote(inner.spec.model._meta.db_table)} {inner.alias}0"
+        joins = "".join(f" {sql}" for _alias, sql in inner.joins.values())
+        keyword = "EXISTS" if exists else "NOT EXISTS"
+        return _join(
+            "",
+            # Table and column names come from the models, never from the question.
+            [_Frag(f"{keyword} (SELECT 1 FROM {table}{joins} WHERE "),  # noqa: S608
+             _join(" AND ", where),
+             _Frag(")")],
+        )  # fmt: skip
 
     @staticmethod
     def negated(test: _Frag, lhs: _Frag, nullable: bool) -> _Frag:
@@ -507,7 +607,7 @@ class _Compiler:
 
         def bound(end: str, *position) -> Binder:
             def bind(r):
-                band = r.plan.filters[index].value
+                band = self.filters_of(r.plan)[index].value
                 for i in position:
                     band = band[i]
                 return getattr(band, end)

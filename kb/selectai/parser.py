@@ -34,6 +34,8 @@ from .stages import (
     other_stage,
     period_stage,
     personal_text_stage,
+    related_part,
+    related_stages,
     scope_stage,
     shape_stage,
     status_stage,
@@ -52,6 +54,7 @@ from .wording import (
     UNMAPPABLE_SUMMARY,
     WIDENING_NOTE,
     filter_text,
+    related_text,
     subject,
 )
 
@@ -234,7 +237,14 @@ def compose(q: Question, scope: str) -> ParseResult:
     if not q.has_domain_signal():
         raise _Unmappable(NO_DOMAIN)
 
+    related = related_part(q)
+    whole = q
+    if related is not None:
+        # The clause about the other rows is read by stages of its own (below).
+        q = q.only(set(range(len(q.tokens))) - related.clause - related.words)
     entity, about = entity_stage(q)
+    if related is not None:
+        entity = related.head
     fragments: list[Fragment] = [about, scope_stage(q, WIDENING_NOTE.format(scope=scope))]
 
     def taken() -> frozenset[int]:
@@ -242,17 +252,30 @@ def compose(q: Question, scope: str) -> ParseResult:
 
     fragments.append(birth_stage(q, entity))
     fragments.append(personal_text_stage(q, entity, taken()))
-    period = period_stage(q, entity, taken())
+    # Whether 만기 means an end date ahead is read from the period before it is used up.
+    before_period = taken()
+    period = period_stage(q, entity, before_period)
     fragments.append(period.fragment)
     fragments.append(identity_stage(q, entity, taken()))
     fragments.append(values_stage(q, entity))
     fragments.append(other_stage(q, entity))
-    fragments.append(status_stage(q, entity, taken()))
+    fragments.append(status_stage(q, entity, before_period))
     fragments.append(age_stage(q, entity, taken()))
     fragments.append(amount_stage(q, entity, taken()))
     filters = [x for fragment in fragments for x in fragment.filters]
-    shape = shape_stage(q, entity, filters, period.applied, taken())
+    shape = shape_stage(q, entity, filters, period.applied, before_period)
     fragments.append(shape.fragment)
+    related_plan = []
+    if related is not None:
+        inner = related_stages(whole.only(related.clause), related.entity)
+        fragments += [*inner, Fragment(consumed=set(related.words))]
+        inner_filters = [x for fragment in inner for x in fragment.filters]
+        if related.universal:
+            inner_filters = _all_of(inner_filters, fragments[-1], related.words)
+        related_plan = [
+            {"entity": related.entity, "filters": inner_filters, "exists": related.exists}
+        ]
+        q = whole
 
     plan = {
         "entity": entity,
@@ -263,6 +286,7 @@ def compose(q: Question, scope: str) -> ParseResult:
         "order_by": shape.order_by,
         # The caller's limit is the contract: the question may ask for fewer rows, never more.
         "limit": min(_clamp_limit(shape.limit or q.limit), q.limit),
+        **({"related": related_plan} if related_plan else {}),
     }
     unexpressed = [c for fragment in fragments for c in fragment.unexpressed]
     unusable = set().union(*(f.unusable for f in fragments))
@@ -283,6 +307,18 @@ def compose(q: Question, scope: str) -> ParseResult:
         unexpressed=unexpressed,
         language=question_language(q.text),
     )
+
+
+_OPPOSITE = {"eq": "ne", "in": "not_in"}
+
+
+def _all_of(filters: list[dict], fragment: Fragment, words) -> list[dict]:
+    """Every related row meets one condition = none meets its opposite; a clause of several
+    conditions has no single opposite, so it is not read as if it had."""
+    if len(filters) == 1 and filters[0]["op"] in _OPPOSITE:
+        return [{**filters[0], "op": _OPPOSITE[filters[0]["op"]]}]
+    fragment.cannot("전부", set(words))
+    return filters
 
 
 @dataclass(frozen=True)
@@ -374,7 +410,9 @@ def _refused(q, scope, reason, tokens, entity, filters) -> ParseResult:
 def _interpretation(q, plan, family, scope, understood, notes) -> dict:
     dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
     dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
-    conditions = filter_text(plan, family, q.vocabulary)
+    conditions = " ".join(
+        x for x in (filter_text(plan, family, q.vocabulary), related_text(plan, q.vocabulary)) if x
+    )
     period = _period_words(plan)
     head = " ".join(x for x in (period, conditions, subject(plan, family, dims)) if x)
     interpretation = {

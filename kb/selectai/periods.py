@@ -86,6 +86,7 @@ class PeriodResolver:
         self.as_of = as_of
         self.taken = taken
         self.free_numbers = [n for n in features.numbers if n.first not in taken]
+        self.time_words = [(v, m) for v, m in features.kinds("time") if m.first not in taken]
 
     def numbers(self) -> list[NumberMention]:
         """Numbers that measure time: "3개월", "5월", "2026년", "2주", "1분기"."""
@@ -100,7 +101,7 @@ class PeriodResolver:
                 used.update(period_tokens)
         for number in self.numbers():
             used.update(range(number.first, number.last + 1))
-        for _, m in f.kinds("time") + f.kinds("recent") + f.kinds("future"):
+        for _, m in self.time_words + f.kinds("recent") + f.kinds("future"):
             used.update(range(m.first, m.last + 1))
         for i, _, year_at in self._english_month_tokens(with_year_token=True):
             used.add(i)
@@ -109,7 +110,7 @@ class PeriodResolver:
         if len(self.numbers()) + len(self._english_month_tokens()) > 1:
             # "2020년부터 2022년까지", "between January and March": the words joining two bounds
             used.update(i for i, t in enumerate(self.tokens) if t.form in RANGE_FORMS)
-        for _, m in f.kinds("time"):
+        for _, m in self.time_words:
             following = m.last + 1
             if following < len(self.tokens) and self.tokens[following].form in _TIME_EDGES:
                 used.add(following)
@@ -133,7 +134,7 @@ class PeriodResolver:
         if explicit is not None:
             return explicit
 
-        time_words = f.kinds("time")
+        time_words = self.time_words
         if time_words:
             value, m = time_words[0]
             period = self._relative_period(value)
@@ -148,29 +149,42 @@ class PeriodResolver:
 
     def _explicit_months(self, future: bool) -> Period | None:
         """'2026년 5월', '5월', '5월~6월', '2025년', 'May 2026', '작년 하반기', '올해 1분기'."""
-        f, as_of = self.features, self.as_of
+        as_of = self.as_of
         years = [n for n in self.free_numbers if n.unit == "year" and 1900 <= n.value <= 2999]
         relative_year = next(
-            (_RELATIVE_YEARS[v] for v in f.values("time") if v in _RELATIVE_YEARS), None
+            (_RELATIVE_YEARS[v] for v, _ in self.time_words if v in _RELATIVE_YEARS), None
         )
         year_hint = years[0].value if years else (
             as_of.year + relative_year if relative_year is not None else None
         )  # fmt: skip
         months: list[dt.date] = []
+        days: list[dt.date] = []  # "3월 5일": a day, not the whole month
         for number in self.free_numbers:
             if number.unit != "month":
                 continue
             adjacent_year = next((y.value for y in years if y.last + 1 == number.first), None)
-            months.append(self._month_date(number.value, adjacent_year or year_hint, future))
+            month = self._month_date(number.value, adjacent_year or year_hint, future)
+            months.append(month)
+            on = next(
+                (d for d in self.free_numbers if d.unit == "days" and d.first == number.last + 1),
+                None,
+            )
+            if on is not None and 1 <= on.value <= dates.month_end(month).day:
+                days.append(month.replace(day=on.value))
         for value, year in self._english_months():
             months.append(self._month_date(value, year or year_hint, future))
+        if days and len(days) == len(months):
+            first, last = min(days), max(days)
+            return Period(
+                first, last, f"{first.isoformat()}~{last.isoformat()}", whole_months=False
+            )
         if months:
             first, last = min(months), max(months)
             label = "" if len(months) == 1 else f"{dates.month_key(first)}~{dates.month_key(last)}"
             return months_period(first, last, label)
 
         quarters = [n.value for n in self.free_numbers if n.unit == "quarter" and 1 <= n.value <= 4]
-        half = next((v for v in f.values("time") if v in ("h1", "h2")), None)
+        half = next((v for v, _ in self.time_words if v in ("h1", "h2")), None)
         if quarters or half:
             first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
             length = 3 if quarters else 6
@@ -230,6 +244,10 @@ class PeriodResolver:
             elif not future and month > as_of.month:
                 year -= 1
         return dt.date(year, month, 1)
+
+    def relative(self, word: str) -> Period | None:
+        """The period a relative time word names ("this_month", "next_week", ...)."""
+        return self._relative_period(word)
 
     def _relative_period(self, word: str) -> Period | None:
         as_of = self.as_of

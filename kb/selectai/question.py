@@ -7,6 +7,7 @@ the tokens it used (kb.selectai.stages); kb.selectai.parser composes them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,11 +53,40 @@ class Question:
     role: str = ""
     asker_id: str | None = None  # who asks, for "다른 설계사" (everyone but the asker)
     asker_branch: str | None = None
-    tokens: list[Token] = field(init=False)
-    f: Features = field(init=False)
+    tokens: list[Token] = field(default_factory=list)
+    f: Features = field(default_factory=Features)
+    analysed: bool = False
 
     def __post_init__(self):
-        self.tokens, self.f = recognise(self.text, self.vocabulary)
+        if not self.analysed:
+            self.tokens, self.f = recognise(self.text, self.vocabulary)
+            self.analysed = True
+
+    def only(self, keep: set[int] | frozenset[int]) -> Question:
+        """The same question with only what was recognised in `keep` (the tokens of one clause,
+        or all but it): a clause's stages then read nothing outside it."""
+        f = self.f
+
+        def inside(first: int, last: int) -> bool:
+            return all(i in keep for i in range(first, last + 1))
+
+        names = {n: t for n, t in f.name_tokens.items() if all(i in keep for i in t)}
+        iso = [(p, t) for p, t in zip(f.iso_periods, f.iso_tokens, strict=True) if set(t) <= keep]
+        ids = f.id_tokens & set(keep)
+        part = Features(
+            matches=[m for m in f.matches if inside(m.first, m.last)],
+            numbers=[n for n in f.numbers if inside(n.first, n.last)],
+            customer_ids=list(f.customer_ids) if ids == f.id_tokens else [],
+            contract_ids=list(f.contract_ids) if ids == f.id_tokens else [],
+            id_tokens=ids,
+            customer_names=list(names),
+            name_tokens=names,
+            iso_periods=[p for p, _ in iso],
+            iso_tokens=[t for _, t in iso],
+            corrected=list(f.corrected),
+            recognised=set(f.recognised),
+        )
+        return dataclasses.replace(self, f=part)
 
     def periods(self, taken: frozenset[int] = frozenset()) -> PeriodResolver:
         return PeriodResolver(self.f, self.tokens, self.as_of, taken)
@@ -305,7 +335,8 @@ class Question:
         )
 
     def expire_mode(self, taken: frozenset[int]) -> str | None:
-        """'expiring' (end_date ahead), 'status' (status 만기), or None without 만기."""
+        """'expiring' (end_date ahead), 'status' (status 만기), 'end_date' (a period on the
+        end date column, whatever the status), or None without 만기."""
         f = self.f
         if not f.has("expire"):
             return None
@@ -314,6 +345,9 @@ class Question:
         if f.has("expire", "past"):
             return "status"
         period = self.periods(taken).resolve(future=True)
+        named = [m for _, m in f.kinds("expire")]
+        if period is not None and all(("column", "end_date") in m.payloads for m in named):
+            return "end_date"  # "만기일이 7월부터 12월까지인": a condition on the date itself
         if period is not None and period.end > self.as_of:
             return "expiring"
         return "status"

@@ -51,7 +51,8 @@ _NUMBER_MODIFIERS = {
 }  # fmt: skip
 # English words before a year that say how it is meant ("after 1990", "since 2023").
 _YEAR_PREPOSITIONS = {"in": None, "during": None, "of": None, "born": None, "since": "from",
-                      "from": "from", "after": "after", "before": "before"}  # fmt: skip
+                      "from": "from", "after": "after", "before": "before", "between": None,
+                      "and": None, "to": None, "through": None, "until": None}  # fmt: skip
 _NATIVE_DETERMINERS = {"한", "두", "세", "석", "서", "네", "넉", "너", "스무", "닷", "엿"}
 # Frequent Korean surnames: a customer name must start with one (names match by pattern only).
 SURNAMES = set(

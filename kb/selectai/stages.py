@@ -174,8 +174,11 @@ def birth_stage(q: Question, entity: str) -> Fragment:
     """'1987년생', '80년대생', '1990년 이후 출생', 'born in March 1987', '생년월일이 …'."""
     f, fragment = q.f, Fragment()
     taken: set[int] = set()
+    births = [n for n in f.numbers if _birth_year(q, n)]
+    for partner in _range_partners(q, births):
+        births.append(partner)  # "1970년부터 1979년 사이에 태어난": both years are birth years
     for number in f.numbers:
-        if number.first in taken or not _birth_year(q, number):
+        if number.first in taken or number not in births:
             continue
         year = number.value
         if year < 100:  # "87년생": the most recent such year up to the as-of date
@@ -209,19 +212,116 @@ def birth_stage(q: Question, entity: str) -> Fragment:
     birthday = [m for v, m in f.kinds("column") if v == "birth_date"] or (
         [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
     )
-    if not birthday:
-        return fragment
     for period, period_tokens in zip(f.iso_periods, f.iso_tokens, strict=True):
-        if period.start == period.end:  # one day: "생년월일이 1987-02-11인"
+        if birthday and period.start == period.end:  # one day: "생년월일이 1987-02-11인"
             day = period.start.isoformat()
             words = set(period_tokens) | {i for m in birthday for i in span(m)}
+            taken |= words
             fragment.add_filter(entity, "birth_date", "eq", day, f"생년월일 {day}", words)
-    days = [n for n in f.numbers if n.unit in ("month", "days") and n.first not in taken]
-    if days:  # "생일이 2월 11일": a month and day without a year
-        words = {i for n in days for i in span(n)} | {i for m in birthday for i in span(m)}
-        fragment.unexpressed.append("birth_date")
-        fragment.cannot("생일(월·일) 조건", words)
+    _birthday_filter(q, fragment, entity, frozenset(taken))
     return fragment
+
+
+_BIRTHDAY_TIMES = frozenset({"this_month", "last_month", "next_month", "this_week", "last_week",
+                             "next_week", "today", "tomorrow", "yesterday"})  # fmt: skip
+_LEAP_YEAR = 2024  # every month-day exists in it
+
+
+def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozenset[int]) -> None:
+    """A birthday without a year: "3월에 태어난", "5월생", "born in May", "생일이 12일인", "생일이
+    다음 주인": the month and day of birth_date in any year."""
+    f = q.f
+    marks = [span(m) for v, m in f.kinds("column") if v == "birth_date"]
+    marks += [span(m) for _, m in f.kinds("birth")]
+    marks += [{n.last + 1} for n in f.numbers if _form(q, n.last + 1) == "생" and n.unit == "month"]
+    if not marks:
+        return
+    marked = set().union(*marks)
+
+    def near(first: int, last: int) -> bool:
+        return any(-4 <= min(m) - last <= 4 or -4 <= first - max(m) <= 4 for m in marks)
+
+    numbers = [
+        n for n in f.numbers
+        if n.unit in ("month", "days") and n.first not in taken and near(n.first, n.last)
+    ]  # fmt: skip
+    times = [
+        (v, m) for v, m in f.kinds("time")
+        if v in _BIRTHDAY_TIMES and m.first not in taken and near(m.first, m.last)
+    ]  # fmt: skip
+    english_months = [
+        (i, month)
+        for i, month, year in q.periods(taken)._english_month_tokens()
+        if year is None and near(i, i)
+    ]
+    if not numbers and not times and not english_months:
+        return
+    days: set[dt.date] = set()
+    words = {i for i in marked if i not in taken}
+    for i, month in english_months:  # "born in March"
+        words.add(i)
+        days |= _days_of(month, None)
+    months = [n for n in numbers if n.unit == "month"]
+    for n in numbers:
+        words |= span(n)
+        if n.unit == "month":
+            on = next((d for d in numbers if d.unit == "days" and d.first == n.last + 1), None)
+            days |= _days_of(n.value, on.value if on else None)
+        elif not any(m.last + 1 == n.first for m in months):  # "생일이 12일": every 12th
+            days |= {d for month in range(1, 13) for d in _days_of(month, n.value)}
+    for value, m in times:
+        words |= span(m)
+        period = q.periods(taken).relative(value)
+        current = period.start
+        while current <= period.end:
+            days.add(current.replace(year=_LEAP_YEAR))
+            current += dt.timedelta(days=1)
+    keys = sorted(d.strftime("%m-%d") for d in days)
+    ordinal = sorted(d.toordinal() for d in days)
+    label = "생일 " + (f"{keys[0]}~{keys[-1]}" if len(keys) > 1 else keys[0]) if keys else "생일"
+    if keys and ordinal[-1] - ordinal[0] + 1 == len(ordinal):
+        fragment.add_filter(entity, "birth_date", "month_day_between", [keys[0], keys[-1]],
+                            label, words)  # fmt: skip
+    elif keys and len(keys) <= MAX_MONTH_DAYS:
+        fragment.add_filter(entity, "birth_date", "month_day_in", keys, label, words)
+    else:
+        fragment.unexpressed.append("birth_date")  # refused as masked where it is
+        fragment.cannot("생일(월·일) 조건", words)
+
+
+MAX_MONTH_DAYS = 100
+
+
+def _days_of(month: int, day: int | None) -> set[dt.date]:
+    if not 1 <= month <= 12:
+        return set()
+    if day is not None:
+        try:
+            return {dt.date(_LEAP_YEAR, month, day)}
+        except ValueError:
+            return set()
+    first = dt.date(_LEAP_YEAR, month, 1)
+    last = dates.month_end(first)
+    return {first + dt.timedelta(days=i) for i in range((last - first).days + 1)}
+
+
+def _form(q: Question, i: int) -> str:
+    return q.tokens[i].form if 0 <= i < len(q.tokens) else ""
+
+
+def _range_partners(q: Question, births: list[NumberMention]) -> list[NumberMention]:
+    """Years joined to a birth year as the other end of a range."""
+    years = [n for n in q.f.numbers if n.unit in ("year", "decade_years") and n not in births]
+    out = []
+    for year in years:
+        for birth in births:
+            low, high = sorted((year, birth), key=lambda n: n.first)
+            between = range(low.last + 1, high.first)
+            joined = all(q.tokens[i].form in _RANGE_FORMS for i in between) and len(between) <= 1
+            if joined and _RANGE_WORDS.search(q.text):
+                out.append(year)
+                break
+    return out
 
 
 def _birth_words_near(q: Question, number: NumberMention) -> set[int]:
@@ -412,6 +512,18 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
     words = resolver.consumed() - taken
     if entity == PAYMENTS:
         period = period.clipped(not_after=q.as_of)
+        days_written = any(n.unit == "days" for n in resolver.numbers()) or any(
+            p.start == p.end for p in q.f.iso_periods
+        )
+        if days_written and "납입" in q.f.values("pay_status"):
+            # "3월 1일부터 3월 31일까지 납입한": the day the money came in
+            fragment.filters.append(
+                {"field": "paid_date", "op": "between",
+                 "value": [period.start.isoformat(), period.end.isoformat()]}
+            )  # fmt: skip
+            fragment.understood.append(f"납부일 {dates.describe(period)}")
+            fragment.consumed |= words
+            return PeriodPart(fragment, period, period)
         if period.whole_months:
             first, last = period.months()
             if first == last:
@@ -440,8 +552,8 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
             fragment.cannot(f"기간 {dates.describe(period)}", words)
             return PeriodPart(fragment, period, None)
         else:
+            # Not cut at the as-of date: contracts can be signed to start later this year.
             fld, label = "start_date", "계약 시작일"
-            period = period.clipped(not_after=q.as_of)
     else:
         fld, label = "joined_on", "가입일"
         period = period.clipped(not_after=q.as_of)
@@ -600,7 +712,9 @@ def other_stage(q: Question, entity: str) -> Fragment:
     return fragment
 
 
-def status_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
+def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fragment:
+    """Contract and payment statuses, and 만기 as a status ("만기된 계약"); `before_period` is
+    what was taken before the period stage, so 만기 reads the period the question names."""
     f, vocab, fragment = q.f, q.vocabulary, Fragment()
     contract_words = {i for _, m in f.kinds("contract_status") for i in span(m)}
     pay_words = {i for _, m in f.kinds("pay_status") for i in span(m)}
@@ -621,16 +735,16 @@ def status_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
             fragment.cannot("만기", expire_words)
     elif entity == CONTRACTS:
         statuses = [s for s in f.values("contract_status") if s in vocab.contract_statuses]
-        mode = q.expire_mode(taken)
+        mode = q.expire_mode(before_period)
         if mode == "status" and "만기" in vocab.contract_statuses:
             statuses.append("만기")
-        if mode == "expiring" and q.expiring_is_future(taken):
+        if mode == "expiring" and q.expiring_is_future(before_period):
             statuses = statuses or (["유지"] if "유지" in vocab.contract_statuses else [])
         statuses = list(dict.fromkeys(statuses))
         _eq_or_in(q, fragment, entity, "status", statuses, "계약상태 " + ", ".join(statuses),
                   contract_words | (expire_words if mode == "status" else set()),
                   kind="contract_status")  # fmt: skip
-        if mode == "expiring":
+        if mode in ("expiring", "end_date"):
             fragment.consumed |= expire_words  # the period stage reads the end date
         if pay_words:
             fragment.cannot("납입상태 " + ", ".join(f.values("pay_status")), pay_words)
@@ -1116,3 +1230,163 @@ def _alias(fn: str, fld: str) -> str:
     if fn == "sum":
         return f"total_{fld}"
     return f"{fn}_{fld}"
+
+
+# -- rows a row must have, or lack ("미납이 없는 고객", "유지 계약이 있는 고객") ----------------
+
+
+@dataclass(frozen=True)
+class RelatedPart:
+    """A clause about a customer's (or a contract's) other rows: which entity, whether such rows
+    must exist, the clause's tokens (read by the related rows' stages) and the words saying so."""
+
+    head: str  # the entity answered: customers or contracts
+    entity: str  # the related rows' entity
+    exists: bool
+    clause: frozenset[int]
+    words: frozenset[int]
+    universal: bool = False  # "계약이 전부 유지 중인": no related row fails the clause
+
+
+_NEGATIVE = {"없": "VA", "않": "VX", "안": "MAG", "못": "MAG"}
+_POSITIVE = {"있": "V", "가지": "VV", "갖": "VV", "보유": "NNG"}
+_NEGATIVE_EN = frozenset({"no", "never", "without", "none"})
+_POSITIVE_EN = frozenset({"with", "having", "have", "has", "holding", "hold", "own", "owns"})
+_EMPHASIS = frozenset(
+    {"전혀", "하나", "번", "단", "한", "이력", "any", "ever", "a", "an", "single"}
+)
+# What a clause's words say about which rows they describe.
+_PAYMENT_KINDS = frozenset({"pay_status"})
+_CONTRACT_KINDS = frozenset({"contract_status", "product", "category", "expire", "sold"})
+_CLAUSE_KINDS = _PAYMENT_KINDS | _CONTRACT_KINDS
+_CLAUSE_KINDS |= {"time", "recent", "future", "new", "noun", "measure", "history", "negate", "cmp"}
+RELATED_HEADS = {"customer": CUSTOMERS, "contract": CONTRACTS}
+
+
+def related_part(q: Question) -> RelatedPart | None:
+    english = not any("\uac00" <= ch <= "\ud7a3" for ch in q.text)
+    cue = _existence_cue(q, english)
+    universal = False
+    if cue is None and not english:
+        cue, universal = _universal_cue(q), True
+    if cue is None and not english:
+        cue, universal = _implicit_cue(q), False
+    if cue is None:
+        return None
+    at, exists, cue_words = cue
+    heads = [(m, v) for v, m in q.f.kinds("noun") if v in RELATED_HEADS]
+    if english:
+        before = [(m, v) for m, v in heads if m.last < at]
+        head = before[0] if before else None
+        region = set(range(at + 1, len(q.tokens)))
+    else:
+        after = [(m, v) for m, v in heads if m.first >= at]
+        head = after[-1] if after else None
+        region = set(range(0, at))
+    if head is None:
+        return None
+    head_entity = RELATED_HEADS[head[1]]
+    kinds = {
+        k for m in q.f.matches if span(m) <= region for k, v in m.payloads
+        if k in _CLAUSE_KINDS and not (k == "noun" and v == "customer")
+    }  # fmt: skip
+    nouns = {v for v, m in q.f.kinds("noun") if span(m) <= region}
+    if kinds & _PAYMENT_KINDS or nouns & {"payment", "premium"}:
+        entity = PAYMENTS
+    elif kinds & _CONTRACT_KINDS or "contract" in nouns or q.f.values("measure"):
+        entity = CONTRACTS
+    else:
+        return None
+    if entity == head_entity or (head_entity, entity) not in _RELATED_LINKS:
+        return None
+    if exists and "가입" in {q.tokens[i].form for i in cue_words}:
+        if not kinds & {"product", "category"}:  # "가입한 고객" is when they joined
+            return None
+    clause = {
+        i for m in q.f.matches if span(m) <= region
+        if any(k in _CLAUSE_KINDS for k, _ in m.payloads)
+        and not any(k == "noun" and v == "customer" for k, v in m.payloads)
+        for i in span(m)
+    }  # fmt: skip
+    clause |= {i for n in q.f.numbers if span(n) <= region and n.value != 1 for i in span(n)}
+    for period_tokens in q.f.iso_tokens:
+        if set(period_tokens) <= region:
+            clause |= set(period_tokens)
+    words = set(cue_words)
+    words |= {i for i in region if q.tokens[i].form in _EMPHASIS}
+    words |= {i for n in q.f.numbers if span(n) <= region and n.value == 1 for i in span(n)}
+    return RelatedPart(
+        head_entity, entity, exists, frozenset(clause - words), frozenset(words), universal
+    )
+
+
+_RELATED_LINKS = {(CUSTOMERS, CONTRACTS), (CUSTOMERS, PAYMENTS), (CONTRACTS, PAYMENTS)}
+
+
+def _universal_cue(q: Question):
+    """ "계약이 전부 유지 중인 고객": 전부/모두 right after the rows' noun; such a customer has
+    no contract that is not 유지."""
+    rows = [m for v, m in q.f.kinds("noun") if v in ("contract", "payment", "premium")]
+    heads = [m for v, m in q.f.kinds("noun") if v in RELATED_HEADS]
+    for _, m in q.f.kinds("all"):
+        if any(0 < m.first - r.last <= 1 for r in rows) and heads and heads[-1].first > m.last:
+            return heads[-1].first, False, span(m)  # the clause is everything before the head
+    return None
+
+
+def _implicit_cue(q: Question):
+    """ "올 상반기에 연체된 계약": a contract asked for by its payments, with no payment noun after
+    the condition (then the payments themselves are asked for)."""
+    heads = [m for v, m in q.f.kinds("noun") if v in RELATED_HEADS]
+    if not heads or ("noun", "contract") not in heads[-1].payloads:
+        return None
+    statuses = [m for _, m in q.f.kinds("pay_status")]
+    payment_nouns = [m for v, m in q.f.kinds("noun") if v in ("payment", "premium")]
+    head = heads[-1]
+    if not statuses or any(m.first > statuses[0].last for m in payment_nouns):
+        return None
+    if not all(m.last < head.first for m in statuses):
+        return None
+    return head.first, True, set()
+
+
+def _existence_cue(q: Question, english: bool):
+    """(token index, exists?, tokens) of the word saying rows exist or not: 없는, 않은, 안 한,
+    있는, 가진, no, never, without, with, have."""
+    negations = [(m, span(m)) for _, m in q.f.kinds("negate") if m.text.lower() == "without"]
+    free = [(i, t) for i, t in enumerate(q.tokens) if i not in q.f.recognised]  # not "못 낸"
+    for i, token in free:
+        form = token.form
+        if english:
+            if form in _NEGATIVE_EN:
+                return i, False, {i}
+            continue
+        tag = _NEGATIVE.get(form)
+        if tag and token.tag.startswith(tag):
+            return i, False, {i}
+    for m, words in negations:
+        return m.first, False, words
+    for i, token in free:
+        form = token.form
+        if english:
+            if form in _POSITIVE_EN:
+                return i, True, {i}
+            continue
+        tag = _POSITIVE.get(form)
+        if tag and token.tag.startswith(tag):
+            return i, True, {i}
+    if not english:
+        for _, m in q.f.kinds("new"):
+            if "가입" in m.text:
+                return m.first, True, span(m)
+    return None
+
+
+def related_stages(q: Question, entity: str) -> list[Fragment]:
+    """The conditions on the related rows: their period, statuses, products and amounts."""
+    fragments = [period_stage(q, entity, frozenset()).fragment]
+    taken = frozenset().union(*(f.consumed | f.unusable for f in fragments))
+    fragments.append(values_stage(q, entity))
+    fragments.append(status_stage(q, entity, taken))
+    fragments.append(amount_stage(q, entity, taken))
+    return fragments

@@ -63,6 +63,9 @@ def _describe_filter(flt: dict, family: str, parts: list[str], vocab: Vocabulary
     personal = fld in ("phone", "rrn") or (fld == "customer_name" and op not in ("eq", "in"))
     if personal and op in OP_LABELS and op != "ne":
         parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} '{joined}'{OP_LABELS[op]}")
+    elif fld == "birth_date" and op in ("month_day_between", "month_day_in"):
+        shown = "~".join(values) if op == "month_day_between" else ", ".join(values[:3])
+        parts.append(f"생일 {shown}{' 등' if op == 'month_day_in' and len(values) > 3 else ''}")
     elif fld == "birth_date" and op == "between":
         first, last = values[0][:4], values[1][:4]
         parts.append(f"{first}년생" if first == last else f"{first}~{last}년생")
@@ -94,6 +97,19 @@ def _describe_filter(flt: dict, family: str, parts: list[str], vocab: Vocabulary
         parts.append(joined)
     elif fld in ("birth_date", "joined_on") and op != "between":
         parts.append(f"{ENTITIES[CUSTOMERS].fields[fld].label} {joined} {OP_LABELS[op]}".strip())
+
+
+def related_text(plan: dict, vocab: Vocabulary) -> str:
+    """ "미납 보험료 납입이 없는", "유지 계약이 있는": the rows a row must have or lack."""
+    parts = []
+    for related in plan.get("related") or ():
+        conditions = filter_text(
+            {"filters": related["filters"], "entity": related["entity"]}, "", vocab
+        )
+        label = ENTITIES[related["entity"]].label
+        have = "있는" if related["exists"] else "없는"
+        parts.append(f"{conditions} {label}이(가) {have}".strip())
+    return " ".join(parts)
 
 
 def subject(plan: dict, family: str, dims: list[str]) -> str:
@@ -152,7 +168,8 @@ REFUSAL_TEXT = {
         "understood": " 이해한 것: {understood}.",
         "holds": " KB가 가진 데이터: {catalogue}.",
         "suggest": " 이렇게 물어보면 답할 수 있습니다: {suggestions}.",
-        "ops": {"eq": "=", "ne": "제외", "in": "중 하나", "not_in": "제외", "gte": "이상",
+        "ops": {"month_day_between": "월·일 범위", "month_day_in": "월·일 중 하나",
+                "eq": "=", "ne": "제외", "in": "중 하나", "not_in": "제외", "gte": "이상",
                 "gt": "초과", "lte": "이하", "lt": "미만", "between": "범위",
                 "startswith": "(으)로 시작", "endswith": "(으)로 끝남", "contains": "포함"},
     },
@@ -162,7 +179,9 @@ REFUSAL_TEXT = {
         "understood": " Understood: {understood}.",
         "holds": " The KB holds: {catalogue}.",
         "suggest": " Questions it can answer: {suggestions}.",
-        "ops": {"eq": "=", "ne": "except", "in": "one of", "not_in": "except", "gte": ">=",
+        "ops": {"month_day_between": "month and day between",
+                "month_day_in": "month and day one of",
+                "eq": "=", "ne": "except", "in": "one of", "not_in": "except", "gte": ">=",
                 "gt": ">", "lte": "<=", "lt": "<", "between": "between",
                 "startswith": "starts with", "endswith": "ends with", "contains": "contains"},
     },

@@ -447,7 +447,7 @@ def test_the_words_that_shaped_the_plan_are_reported_and_nothing_was_left_over(k
     "prompt, word",
     [
         ("VIP 고객 보여줘 xyzzy", "xyzzy"),
-        ("생일이 2월 11일인 고객", "2월 11일"),
+        ("해지 사유별 계약 수", "사유"),
         ("고객 목록 K9 구역 7777", "7777"),
         ("계약 2건 이상인 고객", "2건 이상"),
     ],

@@ -16,48 +16,9 @@ from tests.kb.truth import assert_refusal_policy_exact
 
 # case id -> what it comes to instead of RIGHT
 KNOWN_MISSES: dict[str, str] = {
-    "heldout2-birth_age-01": REFUSED,
-    "heldout2-birth_age-02": SILENT,
-    "heldout2-birth_age-03": REFUSED,
-    "heldout2-birth_age-04": REFUSED,
-    "heldout2-birth_age-06": REFUSED,
-    "heldout2-birth_age-07": SILENT,
-    "heldout2-birth_age-13": REFUSED,
-    "heldout2-birth_age-15": REFUSED,
-    "heldout2-birth_age-17": SILENT,
-    "heldout2-birth_age-19": REFUSED,
-    "heldout2-negated_existence-01": REFUSED,
-    "heldout2-negated_existence-02": REFUSED,
-    "heldout2-negated_existence-03": REFUSED,
-    "heldout2-negated_existence-04": REFUSED,
-    "heldout2-negated_existence-05": REFUSED,
-    "heldout2-negated_existence-06": REFUSED,
-    "heldout2-negated_existence-07": REFUSED,
-    "heldout2-negated_existence-08": REFUSED,
-    "heldout2-negated_existence-09": REFUSED,
-    "heldout2-negated_existence-10": REFUSED,
-    "heldout2-negated_existence-11": REFUSED,
-    "heldout2-negated_existence-12": REFUSED,
-    "heldout2-negated_existence-13": REFUSED,
-    "heldout2-negated_existence-14": SILENT,
-    "heldout2-negated_existence-15": REFUSED,
-    "heldout2-negated_existence-16": REFUSED,
-    "heldout2-negated_existence-17": REFUSED,
-    "heldout2-negated_existence-18": REFUSED,
-    "heldout2-negated_existence-19": REFUSED,
-    "heldout2-negated_existence-20": SILENT,
-    "heldout2-value_lists-14": SILENT,
-    "heldout2-ranges-09": SILENT,
     "heldout2-ranges-10": SILENT,
     "heldout2-ranges-11": SILENT,
-    "heldout2-ranges-16": REFUSED,
-    "heldout2-ranges-17": SILENT,
-    "heldout2-ranges-18": REFUSED,
-    "heldout2-payment_words-12": SILENT,
     "heldout2-shape-12": REFUSED,
-    "heldout2-masked-08": SILENT,
-    "heldout2-masked-09": SILENT,
-    "heldout2-everyday-04": SILENT,
     "heldout2-everyday-06": SILENT,
 }
 
@@ -79,7 +40,6 @@ def test_every_answer_and_refusal_is_policy_exact(kb, case):
     assert answer["stakeholder"]["id"] == case.stakeholder_id
 
 
-@pytest.mark.xfail(strict=True, reason="the first run: the reader before it read in stages")
 def test_the_targets_hold():
     wrong_and_silent = [c for c, outcome in KNOWN_MISSES.items() if outcome == SILENT]
     assert len(CASES) - len(KNOWN_MISSES) >= 0.92 * len(CASES)

@@ -198,6 +198,20 @@ def _filter_q(item, ref: str, kind: Kind) -> Q:
         return Q(**{f"{ref}__icontains": value})
     if op in ("startswith", "endswith"):
         return Q(**{f"{ref}__i{op}": value})
+    if op == "month_day_in":
+        q = Q(pk__in=[])
+        for month, day in (map(int, v.split("-")) for v in value):
+            q |= Q(**{f"{ref}__month": month, f"{ref}__day": day})
+        return q
+    if op == "month_day_between":  # (month, day) from the first to the second, in any year
+        (lo_m, lo_d), (hi_m, hi_d) = (map(int, v.split("-")) for v in value)
+        after = Q(**{f"{ref}__month__gt": lo_m}) | Q(
+            **{f"{ref}__month": lo_m, f"{ref}__day__gte": lo_d}
+        )
+        before = Q(**{f"{ref}__month__lt": hi_m}) | Q(
+            **{f"{ref}__month": hi_m, f"{ref}__day__lte": hi_d}
+        )
+        return after & before
     return Q(**{f"{ref}__{op}": value})
 
 
@@ -240,6 +254,7 @@ OPS_BY_KIND = {
         for kind in (Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE, Kind.AGE_GROUP)
     },
 }
+OPS_BY_KIND[Kind.DATE] += ["month_day_between", "month_day_in"]
 
 
 def _values(entity: str, name: str) -> list:
@@ -270,6 +285,10 @@ def _filter(rng: random.Random, entity: str, name: str, op: str, values: list) -
         start = rng.randrange(len(text))
         value = text[start : start + rng.choice([1, 2, 3])]
         value = value.lower() if rng.random() < 0.5 else value.upper()  # case-insensitive
+    elif op == "month_day_in":  # the month-days of a few dates in the data, any year
+        value = sorted({v[5:] for v in rng.sample(values, min(len(values), rng.choice([1, 3])))})
+    elif op == "month_day_between":
+        value = sorted(v[5:] for v in rng.sample(values, 2))
     elif op in ("startswith", "endswith"):
         text, size = str(pick), rng.choice([1, 3, 6])
         value = text[:size] if op == "startswith" else text[-size:]
