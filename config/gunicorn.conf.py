@@ -6,8 +6,11 @@ its own copy. Per-worker state (database connections, the audit writer and WAL c
 threads, the rate limiter's connections) starts in each worker's lifespan, after the fork.
 """
 
+import ctypes
 import gc
 import os
+import signal
+import sys
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_WORKERS", "1"))
@@ -43,6 +46,22 @@ def when_ready(server):
         connections.close_all()
     gc.collect()
     gc.freeze()  # the shared objects stay out of the workers' collections (and their pages clean)
+
+
+def post_fork(server, worker):
+    """In each new worker: die with the master. A master killed outright (SIGKILL, as the OOM
+    killer does) stops no worker, and workers left behind keep serving on the port, so that the
+    master supervisor starts again could never bind it."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        # SIGTERM: the worker stops as on a graceful shutdown (in-flight requests answered).
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            server.log.warning("worker %s cannot follow its master's death", worker.pid)
+    if os.getppid() != server.pid:  # the master died before the signal was asked for
+        os._exit(0)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def child_exit(server, worker):
