@@ -130,6 +130,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = 90
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker that does not answer is given up on after this long (the default is 4 s).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 
 # The KB VPD MCP server the registry's KB declaration points at (its URL comes from here only).
 KB_MCP_BASE_URL = env_str("KB_MCP_BASE_URL")
