@@ -8,6 +8,7 @@ from django.conf import settings
 from audit.checkpoints import checkpoint_create_if_due
 from audit.delivery import deliver_pending
 from audit.nudges import nudger
+from audit.verification import JOB_LOST_AFTER_SECONDS, verification_run
 
 _last_request = 0.0
 
@@ -73,3 +74,15 @@ def _publish(task):
     """One message for the task, without kombu's retries: they held the caller for 0.6 s while
     the broker was down, and the sweep and the checkpoint timer already stand in for a lost one."""
     return lambda: task.apply_async(retry=False)
+
+
+@shared_task(
+    name="audit.verify_chain",
+    ignore_result=True,
+    soft_time_limit=JOB_LOST_AFTER_SECONDS - 60,
+    time_limit=JOB_LOST_AFTER_SECONDS,
+)
+def verify_chain_job(verification_id: int) -> bool | None:
+    """An auditor's chain check, run here rather than in a web worker (it reads every event)."""
+    job = verification_run(verification_id=verification_id)
+    return job.ok if job else None

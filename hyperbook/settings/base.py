@@ -258,6 +258,8 @@ AUDIT_CHECKPOINT_EVERY = max(env_int("AUDIT_CHECKPOINT_EVERY", 1000), 1)
 AUDIT_CHECKPOINT_SECONDS = max(env_int("AUDIT_CHECKPOINT_SECONDS", 60), 1)
 AUDIT_SIGNING_KEY = read_secret("AUDIT_SIGNING_KEY")
 AUDIT_VERIFIER_KEYS = env_list("AUDIT_VERIFIER_KEYS")
+# A full chain check (every event read again) may be asked for from the admin this often.
+AUDIT_FULL_VERIFY_INTERVAL_SECONDS = env_int("AUDIT_FULL_VERIFY_INTERVAL_SECONDS", 3600)
 CELERY_BEAT_SCHEDULE = {
     "audit-delivery-sweep": {
         "task": "audit.deliver_pending",
