@@ -14,7 +14,9 @@ import sys
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_WORKERS", "1"))
-worker_class = "uvicorn_worker.UvicornWorker"
+worker_class = "hyperbook.web_worker.Worker"  # uvicorn's, with a request read deadline
+# Open connections per worker; past this many a request is answered 503 (a flood, not a crowd).
+worker_connections = int(os.environ.get("WEB_WORKER_CONNECTIONS", "256"))
 preload_app = True
 # A worker whose event loop stops answering the master's heartbeat for this long is replaced.
 timeout = 60
