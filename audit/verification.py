@@ -207,11 +207,9 @@ def verification_run(*, verification_id: int) -> ChainVerification | None:
     job = ChainVerification.objects.get(pk=verification_id)
     verified_through = 0
     if not job.full:
-        last_good = (
-            ChainVerification.objects.filter(ok=True, state=ChainVerification.State.DONE)
-            .order_by("-finished_at")
-            .first()
-        )
+        last_good = ChainVerification.objects.filter(
+            ok=True, state=ChainVerification.State.DONE
+        ).first()  # the latest asked for: checks run one at a time
         verified_through = last_good.verified_through if last_good else 0
     report = verify_chain(source=SOURCE, verified_through=verified_through)
     job.state = ChainVerification.State.DONE
@@ -220,8 +218,16 @@ def verification_run(*, verification_id: int) -> ChainVerification | None:
     job.events_checked = report.events_checked
     job.verified_through = report.verified_through
     job.message = report.message[:300]
-    job.save(update_fields=["state", "finished_at", "ok", "events_checked", "verified_through",
-                            "message"])  # fmt: skip
+    job.save(
+        update_fields=[
+            "state",
+            "finished_at",
+            "ok",
+            "events_checked",
+            "verified_through",
+            "message",
+        ]
+    )
     return job
 
 
