@@ -50,6 +50,9 @@ def when_ready(server):
     gc.freeze()  # the shared objects stay out of the workers' collections (and their pages clean)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
 def post_fork(server, worker):
     """In each new worker: die with the master. A master killed outright (SIGKILL, as the OOM
     killer does) stops no worker, and workers left behind keep serving on the port, so that the
@@ -61,9 +64,6 @@ def post_fork(server, worker):
             server.log.warning("worker %s cannot follow its master's death", worker.pid)
     if os.getppid() != server.pid:  # the master died before the signal was asked for
         os._exit(0)
-
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def child_exit(server, worker):
