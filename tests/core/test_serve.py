@@ -1,6 +1,7 @@
 """`make run` as a new user runs it: its set-up steps, then bin/serve under supervisor, on a port
 other than 8000, with a loopback Memory API. Then the things that used to take the demo down:
-a killed worker, an empty broker message; and finally Ctrl-C.
+a killed worker, an empty broker message, a killed web master; and finally Ctrl-C, after which
+nothing holds the port.
 """
 
 import json
