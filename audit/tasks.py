@@ -82,7 +82,8 @@ def _publish(task):
     soft_time_limit=JOB_LOST_AFTER_SECONDS - 60,
     time_limit=JOB_LOST_AFTER_SECONDS,
 )
-def verify_chain_job(verification_id: int) -> bool | None:
-    """An auditor's chain check, run here rather than in a web worker (it reads every event)."""
+def verify_chain_job(verification_id: int | None = None) -> bool | None:
+    """An auditor's chain check, run here rather than in a web worker (it reads every event);
+    without an id (the periodic sweep), the oldest one still queued."""
     job = verification_run(verification_id=verification_id)
     return job.ok if job else None

@@ -196,9 +196,19 @@ def verification_request(*, full: bool, requested_by: str) -> tuple[ChainVerific
     return job, True
 
 
-def verification_run(*, verification_id: int) -> ChainVerification | None:
-    """Run a queued check (a worker's task). A check already taken by a worker is left to it,
-    so a message delivered twice runs it once."""
+def verification_run(*, verification_id: int | None = None) -> ChainVerification | None:
+    """Run a queued check (a worker's task): this one, or (the periodic sweep's) the oldest one
+    queued, whose message may have been lost with a worker or a broker. A check already taken
+    by a worker is left to it, so a message delivered twice runs it once."""
+    if verification_id is None:
+        verification_id = (
+            ChainVerification.objects.filter(state=ChainVerification.State.QUEUED)
+            .order_by("checked_at")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if verification_id is None:
+            return None
     claimed = ChainVerification.objects.filter(
         pk=verification_id, state=ChainVerification.State.QUEUED
     ).update(state=ChainVerification.State.RUNNING, started_at=timezone.now())

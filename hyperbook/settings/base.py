@@ -265,6 +265,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "audit.deliver_pending",
         "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),
     },
+    # A chain check an auditor asked for whose message was lost (a worker or Redis gone).
+    "audit-verification-sweep": {"task": "audit.verify_chain", "schedule": 15.0},
     # Looks four times a checkpoint interval, so a checkpoint is never much later than due.
     "audit-checkpoint": {
         "task": "audit.checkpoint",

@@ -174,3 +174,13 @@ def test_a_check_that_cannot_be_queued_says_so_and_does_not_count(
     monkeypatch.undo()
     press(client, full=True)  # not refused as "too soon": the first never ran
     assert ChainVerification.objects.count() == 2
+
+
+def test_a_check_whose_message_was_lost_is_run_by_the_sweep(client, auditor, chain, queued):
+    client.force_login(auditor)
+    press(client)
+    queued.clear()  # the message went with a killed worker, or a Redis restarted empty
+    assert verify_chain_job() is True  # beat's sweep: no id, the oldest check queued
+    job = ChainVerification.objects.get()
+    assert job.state == "done" and job.ok
+    assert verify_chain_job() is None  # nothing left to run
