@@ -17,7 +17,11 @@ from django.utils.translation import gettext_lazy as _
 from audit import selectors
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm
 from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
-from audit.verification import verify_and_record
+from audit.verification import (
+    FullCheckTooSoon,
+    verification_in_progress,
+    verification_request,
+)
 from core.admin import ReadOnlyAdmin
 from core.charts import Series, stacked_bar_chart
 
@@ -198,6 +202,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         extra_context = {
             **(extra_context or {}),
             "chain_status": selectors.chain_status(),
+            "chain_check": verification_in_progress(),
             "open_alarms": list(selectors.open_alarms()[:5]),
             "latest_checkpoint": selectors.latest_checkpoint(),
         }
@@ -244,9 +249,30 @@ class AuditEventAdmin(ReadOnlyAdmin):
     def verify_view(self, request):
         if request.method != "POST" or not self.has_view_permission(request):
             return redirect(reverse("admin:audit_auditevent_changelist"))
-        report = verify_and_record()
-        level = messages.SUCCESS if report.ok else messages.ERROR
-        messages.add_message(request, level, report.message)
+        try:
+            check, queued = verification_request(
+                full=request.POST.get("full") == "1", requested_by=request.user.get_username()
+            )
+        except FullCheckTooSoon as exc:
+            messages.warning(
+                request,
+                _("전체 검증은 %(next_at)s 이후에 다시 요청할 수 있습니다.")
+                % {"next_at": timezone.localtime(exc.next_at).strftime("%Y-%m-%d %H:%M")},
+            )
+        else:
+            if check.state == check.State.DONE and check.ok is None:
+                messages.error(request, check.message)
+            elif queued:
+                messages.info(request, _("검증을 요청했습니다. 결과는 준비되면 여기에 표시됩니다."))
+            else:
+                messages.info(
+                    request,
+                    _("%(at)s에 요청된 검증이 있습니다 (%(state)s).")
+                    % {
+                        "at": timezone.localtime(check.checked_at).strftime("%H:%M:%S"),
+                        "state": check.get_state_display(),
+                    },
+                )
         return redirect(reverse("admin:audit_auditevent_changelist"))
 
 

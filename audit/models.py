@@ -277,12 +277,25 @@ class DeliveryAlarm(models.Model):
 
 
 class ChainVerification(models.Model):
-    """The result of the latest chain check, shown to auditors."""
+    """A chain check: asked for by an auditor (run by a worker) or by the command, and its
+    result once done. An incremental check starts at the last signed checkpoint a check verified
+    (`verified_through`); a full one reads the whole chain."""
 
-    checked_at = models.DateTimeField(auto_now_add=True)
-    ok = models.BooleanField()
-    events_checked = models.PositiveBigIntegerField()
-    message = models.CharField(max_length=300)
+    class State(models.TextChoices):
+        QUEUED = "queued", _("대기 중")
+        RUNNING = "running", _("검증 중")
+        DONE = "done", _("완료")
+
+    checked_at = models.DateTimeField(auto_now_add=True)  # when it was asked for
+    state = models.CharField(max_length=8, choices=State.choices, default=State.DONE)
+    full = models.BooleanField(default=True)
+    requested_by = models.CharField(max_length=150, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    ok = models.BooleanField(null=True)  # None until done, or when it could not run at all
+    events_checked = models.PositiveBigIntegerField(default=0)
+    verified_through = models.PositiveBigIntegerField(default=0)  # the last sequence found intact
+    message = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-checked_at"]

@@ -52,7 +52,12 @@ def with_delivery_state(queryset, state: str):
 
 
 def chain_status() -> ChainVerification | None:
-    return ChainVerification.objects.order_by("-checked_at").first()
+    """The latest chain check that has a result."""
+    return (
+        ChainVerification.objects.filter(state=ChainVerification.State.DONE, ok__isnull=False)
+        .order_by("-checked_at")
+        .first()
+    )
 
 
 def latest_checkpoint(source: str = "hyperbook"):

@@ -1,6 +1,5 @@
 """Celery tasks for audit delivery and checkpoints: thin wrappers around their services."""
 
-import logging
 import time
 
 from celery import shared_task
@@ -8,8 +7,8 @@ from django.conf import settings
 
 from audit.checkpoints import checkpoint_create_if_due
 from audit.delivery import deliver_pending
-
-logger = logging.getLogger("hyperbook.audit")
+from audit.nudges import nudger
+from audit.verification import JOB_LOST_AFTER_SECONDS, verification_run
 
 _last_request = 0.0
 
@@ -28,8 +27,9 @@ def deliver_pending_events() -> dict:
 
 
 def request_delivery() -> None:
-    """Ask a worker to deliver soon. At most one message a second per process: the task drains
-    everything pending, and the periodic sweep covers a message that is lost."""
+    """Ask a worker to deliver soon, off the caller's path (audit.nudges). At most one message a
+    second per process: the task drains everything pending, and the periodic sweep covers a
+    message that is lost."""
     global _last_request
     if not settings.EGS2_MEMORY_API_URL:
         return  # delivery is off: events stay pending until the URL is set and the sweep runs
@@ -37,10 +37,7 @@ def request_delivery() -> None:
     if now - _last_request < 1.0:
         return
     _last_request = now
-    try:
-        deliver_pending_events.delay()
-    except Exception as exc:  # the broker being down must not fail the audited request
-        logger.warning("audit: could not queue delivery (%s); the sweep will", type(exc).__name__)
+    nudger.nudge("delivery", _publish(deliver_pending_events))
 
 
 @shared_task(
@@ -70,7 +67,23 @@ def request_checkpoint_after(last_sequence: int) -> None:
     if last_sequence - _checkpoint_requested_at_sequence < settings.AUDIT_CHECKPOINT_EVERY:
         return
     _checkpoint_requested_at_sequence = last_sequence
-    try:
-        create_checkpoint.delay()
-    except Exception as exc:  # the broker being down must not fail the audited request
-        logger.warning("audit: could not ask for a checkpoint (%s)", type(exc).__name__)
+    nudger.nudge("checkpoint", _publish(create_checkpoint))
+
+
+def _publish(task):
+    """One message for the task, without kombu's retries: they held the caller for 0.6 s while
+    the broker was down, and the sweep and the checkpoint timer already stand in for a lost one."""
+    return lambda: task.apply_async(retry=False)
+
+
+@shared_task(
+    name="audit.verify_chain",
+    ignore_result=True,
+    soft_time_limit=JOB_LOST_AFTER_SECONDS - 60,
+    time_limit=JOB_LOST_AFTER_SECONDS,
+)
+def verify_chain_job(verification_id: int | None = None) -> bool | None:
+    """An auditor's chain check, run here rather than in a web worker (it reads every event);
+    without an id (the periodic sweep), the oldest one still queued."""
+    job = verification_run(verification_id=verification_id)
+    return job.ok if job else None

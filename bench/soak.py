@@ -7,10 +7,14 @@ DBA, a private Redis, a loopback stand-in for the egs2 Memory API, and two app h
 supervisor), host B a second web server on its own port, both against the same database and Redis.
 
 Then it measures the mix's capacity, runs the mix at `--load` (80%) of it for `--duration`
-seconds, and midway kills the Celery worker and one web worker (SIGKILL) and restarts Redis. It
-reports requests by status, unexpected 5xx, latency, RSS and PSS per process at the start and the
-end, the audit chain check, and events created against events the Memory API received; it exits
-non-zero when a check fails.
+seconds, and midway: six auditors ask for a chain check at once (one job, run by the Celery
+worker), the Celery worker and one web worker are killed (SIGKILL), Redis is down for
+`--redis-down` seconds, and host A's gunicorn master is killed (SIGKILL, as the OOM killer
+would). At the end host A is stopped as Ctrl-C stops it. It reports requests by status,
+unexpected 5xx, latency (and the median while Redis was down), how long host A took to serve
+again after its master's death, RSS and PSS per process at the start and the end, the audit
+chain check, and events created against events the Memory API received; it exits non-zero when
+a check fails.
 
     .venv/bin/python bench/soak.py                      # 10 minutes
     .venv/bin/python bench/soak.py --duration 60        # what `make test` runs
@@ -195,6 +199,27 @@ def memory_of(pid: int) -> tuple[float, float, float] | None:
     return values["Rss"], values["Pss"], values["Private_Clean"] + values["Private_Dirty"]
 
 
+def process_group(pgid: int) -> list[int]:
+    """The live processes of a process group (supervisor gives each program one of its own)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state not in ("Z", "X"):
+            members.append(int(stat.parent.name))
+    return members
+
+
+def port_is_free(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except OSError:
+        return True
+
+
 def children_of(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -212,6 +237,7 @@ def children_of(pid: int) -> list[int]:
 class Tally:
     statuses: Counter = field(default_factory=Counter)  # (kind, status) -> n
     latencies: list[float] = field(default_factory=list)  # seconds, valid requests
+    sent_at: list[float] = field(default_factory=list)  # when each of them was sent (monotonic)
     errors: Counter = field(default_factory=Counter)  # connection-level failures by type
 
     @property
@@ -230,6 +256,10 @@ class Soak:
         self.folder = Path(tempfile.mkdtemp(prefix="hyperbook-soak-"))
         self.database = f"hyperbook_soak_{os.getpid()}"
         self.events: list[str] = []
+        self.redis_down: tuple[float, float] | None = None  # (from, to), monotonic
+        self.master_killed: int | None = None  # the old master's pid (its process group)
+        self.master_back_seconds: float | None = None
+        self.verification_asks: list[str] = []
 
     # -- set-up, as the README's "Running at scale" says --
 
@@ -317,7 +347,7 @@ class Soak:
             cwd=ROOT, env=env_a, stdout=open(self.folder / "host-A.log", "wb"),
             stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        self.stack.callback(self._stop, self.host_a, signal.SIGTERM)
+        self.stack.callback(self._stop, self.host_a, signal.SIGINT)  # Ctrl-C
         env_b = {
             **self.env,
             "PORT": str(self.ports["B"]),
@@ -450,6 +480,7 @@ class Soak:
                 tally.statuses[(kind, response.status_code)] += 1
                 if response.status_code == 200:
                     tally.latencies.append(time.perf_counter() - begun)
+                    tally.sent_at.append(time.monotonic())
 
         async def event_loop():
             while pending_events:
@@ -481,10 +512,51 @@ class Soak:
         if workers:
             os.kill(workers[0], signal.SIGKILL)
 
-    def restart_redis(self):
+    def redis_goes_down(self):
         self.redis.stop()
-        time.sleep(2)
+        down = time.monotonic()
+        time.sleep(self.args.redis_down)
         self.redis.start()
+        self.redis_down = (down, time.monotonic())
+
+    def auditors_ask_for_a_chain_check(self):
+        """Six auditors press "verify" at once (the service the admin's button calls): one job
+        is queued, for host A's Celery worker."""
+        code = (
+            "from audit.verification import verification_request;"
+            "print(*[verification_request(full=False, requested_by=f'auditor-{n}')[0].pk"
+            " for n in range(6)])"
+        )
+        self.verification_asks = self.manage("shell", "-v0", "-c", code).split()
+
+    def chain_check_result(self) -> tuple[str | None, bool | None, str]:
+        if not self.verification_asks:
+            return None, None, "never asked for"
+        code = (
+            "import json; from audit.models import ChainVerification as V;"
+            f"v = V.objects.get(pk={int(self.verification_asks[0])});"
+            "print(json.dumps([v.state, v.ok, v.message]))"
+        )
+        state, ok, message = json.loads(self.manage("shell", "-v0", "-c", code))
+        return state, ok, message
+
+    def kill_web_master(self):
+        """What the OOM killer does to the largest process. Waits (30 s at most) for a new
+        master to serve /mcp and for every process of the old one's group to be gone."""
+        master = self.supervisor_pid("web")
+        os.kill(master, signal.SIGKILL)
+        self.master_killed, killed_at = master, time.monotonic()
+        url, headers, body = self.request("list", "A")
+        while time.monotonic() - killed_at < 30:
+            new = self.supervisor_pid("web")
+            if new not in (0, master) and not process_group(master):
+                try:
+                    if httpx.post(url, json=body, headers=headers, timeout=5).status_code == 200:
+                        self.master_back_seconds = time.monotonic() - killed_at
+                        return
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.5)
 
     # -- after --
 
@@ -525,6 +597,7 @@ def main() -> int:
     parser.add_argument("--load", type=float, default=0.8, help="fraction of measured capacity")
     parser.add_argument("--web-workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients")
+    parser.add_argument("--redis-down", type=float, default=6, help="seconds Redis is down")
     parser.add_argument(
         "--postgres", default="postgres://postgres@127.0.0.1:5432/postgres",
         help="an administrator's URL; a throwaway database is made and dropped",
@@ -547,9 +620,11 @@ def main() -> int:
         memory_start = soak.memory()
         half = args.duration / 2
         events = [
+            (half - 15, "six auditors ask for a chain check", soak.auditors_ask_for_a_chain_check),
             (half - 5, "kill -9 the Celery worker", soak.kill_celery_worker),
             (half, "kill -9 one web worker of host A", soak.kill_web_worker),
-            (half + 5, "restart Redis", soak.restart_redis),
+            (half + 5, f"Redis down for {args.redis_down:.0f}s", soak.redis_goes_down),
+            (half + 15, "kill -9 host A's gunicorn master", soak.kill_web_master),
         ]
         tally = asyncio.run(soak.run_load(rate=rate, seconds=args.duration, events=events))
         load_ended = time.monotonic()
@@ -559,8 +634,12 @@ def main() -> int:
         created = soak.events_created()
         memory_end = soak.memory()
         chain_ok, chain_message = soak.chain_report()
+        check_state, check_ok, check_message = soak.chain_check_result()
     finally:
         soak.close()
+    # After Ctrl-C (host A) and SIGTERM (host B): nothing of either listens any more.
+    ports_held = [name for name, port in soak.ports.items() if not port_is_free(port)]
+    orphans = process_group(soak.master_killed) if soak.master_killed else []
 
     total = sum(tally.statuses.values())
     print()
@@ -574,6 +653,24 @@ def main() -> int:
         print(f"connection errors (in flight at a kill): {dict(tally.errors)}")
     p50, p99 = percentile(tally.latencies, 0.5), percentile(tally.latencies, 0.99)
     print(f"latency of 200s: p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
+    if soak.redis_down:
+        down, up = soak.redis_down
+        during = [
+            t for t, at in zip(tally.latencies, tally.sent_at, strict=True) if down <= at <= up
+        ]
+        p50_down = percentile(during, 0.5)
+        print(
+            f"latency while Redis was down: p50 {p50_down * 1000:.1f} ms ({len(during)} requests)"
+        )
+    back = soak.master_back_seconds
+    print(
+        "host A after its master was killed: "
+        + (f"served by a new master within {back:.1f}s" if back is not None else "NOT BACK")
+        + f"; processes of the old master's group left: {len(orphans)}"
+    )
+    print(f"six auditors' chain check: {len(set(soak.verification_asks))} job, {check_state}, "
+          f"{'ok' if check_ok else check_ok} ({check_message})")  # fmt: skip
+    print(f"ports still held after the stop: {ports_held or 'none'}")
     print(f"unexpected 5xx: {tally.unexpected_5xx}")
     print("memory, MiB (start -> end):")
     print(f"  {'process':22} {'RSS':>17} {'PSS':>17} {'USS (private)':>17}")
@@ -604,6 +701,18 @@ def main() -> int:
 
     if tally.unexpected_5xx:
         failures.append(f"{tally.unexpected_5xx} unexpected 5xx")
+    if soak.redis_down and not p50_down <= 2 * p50:
+        failures.append(
+            f"p50 while Redis was down {p50_down * 1000:.0f} ms (> 2x {p50 * 1000:.0f})"
+        )
+    if back is None:
+        failures.append("host A did not serve /mcp within 30 s of its master's death")
+    if orphans:
+        failures.append(f"{len(orphans)} processes of the killed master's group survive")
+    if ports_held:
+        failures.append(f"ports still held after the stop: {ports_held}")
+    if len(set(soak.verification_asks)) != 1 or (check_state, check_ok) != ("done", True):
+        failures.append(f"the auditors' chain check: {soak.verification_asks} {check_state}")
     if not chain_ok:
         failures.append("the audit chain is not intact")
     if delivered < created:
@@ -629,6 +738,8 @@ def main() -> int:
                     "memory_end": memory_end,
                     "second_web_worker_mib": marginal,
                     "chain_ok": chain_ok,
+                    "master_back_seconds": back,
+                    "p50_redis_down_ms": p50_down * 1000 if soak.redis_down else None,
                     "created": created,
                     "delivered": delivered,
                     "failures": failures,

@@ -6,12 +6,17 @@ its own copy. Per-worker state (database connections, the audit writer and WAL c
 threads, the rate limiter's connections) starts in each worker's lifespan, after the fork.
 """
 
+import ctypes
 import gc
 import os
+import signal
+import sys
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_WORKERS", "1"))
-worker_class = "uvicorn_worker.UvicornWorker"
+worker_class = "hyperbook.web_worker.Worker"  # uvicorn's, with a request read deadline
+# Open connections per worker; past this many a request is answered 503 (a flood, not a crowd).
+worker_connections = int(os.environ.get("WEB_WORKER_CONNECTIONS", "256"))
 preload_app = True
 # A worker whose event loop stops answering the master's heartbeat for this long is replaced.
 timeout = 60
@@ -43,6 +48,22 @@ def when_ready(server):
         connections.close_all()
     gc.collect()
     gc.freeze()  # the shared objects stay out of the workers' collections (and their pages clean)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def post_fork(server, worker):
+    """In each new worker: die with the master. A master killed outright (SIGKILL, as the OOM
+    killer does) stops no worker, and workers left behind keep serving on the port, so that the
+    master supervisor starts again could never bind it."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        # SIGTERM: the worker stops as on a graceful shutdown (in-flight requests answered).
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            server.log.warning("worker %s cannot follow its master's death", worker.pid)
+    if os.getppid() != server.pid:  # the master died before the signal was asked for
+        os._exit(0)
 
 
 def child_exit(server, worker):

@@ -83,3 +83,35 @@ def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+def process_group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (zombies left out: they hold nothing)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp …; comm may hold spaces and brackets, so split after it.
+        state, _ppid, group = text.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            members.append(int(text.split(" ", 1)[0]))
+    return sorted(members)
+
+
+def port_is_free(port: int) -> bool:
+    """Nothing listens on the loopback port: a connection is refused and a new listener binds."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except OSError:
+        pass
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+        except OSError:
+            return False
+    return True

@@ -130,6 +130,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = 90
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker that does not answer is given up on after this long (the default is 4 s).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 
 # The KB VPD MCP server the registry's KB declaration points at (its URL comes from here only).
 KB_MCP_BASE_URL = env_str("KB_MCP_BASE_URL")
@@ -256,11 +258,15 @@ AUDIT_CHECKPOINT_EVERY = max(env_int("AUDIT_CHECKPOINT_EVERY", 1000), 1)
 AUDIT_CHECKPOINT_SECONDS = max(env_int("AUDIT_CHECKPOINT_SECONDS", 60), 1)
 AUDIT_SIGNING_KEY = read_secret("AUDIT_SIGNING_KEY")
 AUDIT_VERIFIER_KEYS = env_list("AUDIT_VERIFIER_KEYS")
+# A full chain check (every event read again) may be asked for from the admin this often.
+AUDIT_FULL_VERIFY_INTERVAL_SECONDS = env_int("AUDIT_FULL_VERIFY_INTERVAL_SECONDS", 3600)
 CELERY_BEAT_SCHEDULE = {
     "audit-delivery-sweep": {
         "task": "audit.deliver_pending",
         "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),
     },
+    # A chain check an auditor asked for whose message was lost (a worker or Redis gone).
+    "audit-verification-sweep": {"task": "audit.verify_chain", "schedule": 15.0},
     # Looks four times a checkpoint interval, so a checkpoint is never much later than due.
     "audit-checkpoint": {
         "task": "audit.checkpoint",

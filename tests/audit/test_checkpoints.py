@@ -316,8 +316,11 @@ def test_appends_ask_for_a_checkpoint_every_so_many_events(every_100, monkeypatc
 
     asked = []
     monkeypatch.setattr(tasks, "_checkpoint_requested_at_sequence", 0)
+    monkeypatch.setattr(tasks.nudger, "nudge", lambda name, publish: publish())
     monkeypatch.setattr(
-        tasks.create_checkpoint, "delay", lambda: asked.append(head().last_sequence)
+        tasks.create_checkpoint,
+        "apply_async",
+        lambda **options: asked.append(head().last_sequence),
     )
     append(60)
     append(39)

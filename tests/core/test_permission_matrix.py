@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit.api_tokens import api_token_issue
 from audit.checkpoints import checkpoint_create_if_due
-from audit.models import AuditCheckpoint, AuditEvent
+from audit.models import AuditCheckpoint, AuditEvent, ChainVerification
 from kb.models import Branch, Stakeholder
 from registry import pinning
 from registry.declarations import validate_mcp_server
@@ -53,6 +53,8 @@ MATRIX = {
     "audit.view": {S, M, A},
     "audit.change": set(),
     "audit.delete": set(),
+    "audit.verify": {S, M, A},  # queued for a worker
+    "audit.verify_full": {S, M, A},  # the same, rate-limited
     "checkpoint.view": {S, M, A},
     "checkpoint.delete": set(),
     "checkpoint.api": {S, M, A},
@@ -295,6 +297,15 @@ def audit_delete(browser, world, user):
     return response, not AuditEvent.objects.filter(pk=world.event.pk).exists()
 
 
+def audit_verify(full: bool):
+    def verify(browser, world, user):
+        response = browser.post("/admin/audit/auditevent/verify/", {"full": "1"} if full else {})
+        queued = ChainVerification.objects.filter(requested_by=user.get_username(), full=full)
+        return response, queued.exists()
+
+    return verify
+
+
 def checkpoint_delete(browser, world, user):
     url = f"/admin/audit/auditcheckpoint/{world.checkpoint.pk}/delete/"
     response = browser.post(url, {"post": "yes"})
@@ -364,6 +375,8 @@ ACTIONS = {
     "audit.view": viewer("/admin/audit/auditevent/"),
     "audit.change": audit_change,
     "audit.delete": audit_delete,
+    "audit.verify": audit_verify(full=False),
+    "audit.verify_full": audit_verify(full=True),
     "checkpoint.view": viewer("/admin/audit/auditcheckpoint/"),
     "checkpoint.delete": checkpoint_delete,
     "checkpoint.api": viewer("/api/audit-checkpoints/latest/"),

@@ -1,6 +1,7 @@
 """`make run` as a new user runs it: its set-up steps, then bin/serve under supervisor, on a port
 other than 8000, with a loopback Memory API. Then the things that used to take the demo down:
-a killed worker, an empty broker message; and finally Ctrl-C.
+a killed worker, an empty broker message, a killed web master; and finally Ctrl-C, after which
+nothing holds the port.
 """
 
 import json
@@ -9,8 +10,10 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import httpx
 import pytest
 
 from tests.audit.memory_sink import MemorySink
-from tests.live import ROOT, free_port
+from tests.live import ROOT, free_port, port_is_free, process_group
 from tests.mcpserver.conftest import MCP_HEADERS, call
 from tests.registry.fault_server import RecordingServer, serving
 
@@ -44,6 +47,7 @@ class Demo:
         self.var, self.env, self.port = var, env, port
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen | None = None
+        self.killed_groups: list[int] = []  # process groups whose leader a test killed
 
     def manage(self, *args, check=True) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -83,11 +87,38 @@ class Demo:
             f"{self.url}/mcp", json=call("담당 고객 목록", 5), headers=headers, timeout=30
         )
 
+    def ask_status(self) -> int | str:
+        """The status of one question, or the name of the connection error."""
+        try:
+            return self.ask().status_code
+        except httpx.HTTPError as exc:
+            return type(exc).__name__
+
     def health(self) -> dict:
         try:
             return httpx.get(f"{self.url}/healthz", timeout=5).json()
         except (httpx.HTTPError, ValueError):
             return {}
+
+
+@contextmanager
+def asking_all_along(demo: Demo):
+    """Questions one after another from a second thread while the body runs; yields the tally
+    of their statuses."""
+    tally: Counter = Counter()
+    stop = threading.Event()
+
+    def ask():
+        while not stop.is_set():
+            tally[demo.ask_status()] += 1
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    try:
+        yield tally
+    finally:
+        stop.set()
+        thread.join(timeout=60)
 
 
 def wait_until(predicate, seconds: float, what: str):
@@ -168,6 +199,9 @@ def demo(tmp_path_factory):
                 except subprocess.TimeoutExpired:
                     os.killpg(demo.process.pid, signal.SIGKILL)
                     demo.process.wait(timeout=10)
+            for group in demo.killed_groups:  # orphans of a failed test must not outlive it
+                if process_group(group):
+                    os.killpg(group, signal.SIGKILL)
 
 
 def test_the_demo_answers_on_its_own_port_and_never_on_8000(demo):
@@ -256,12 +290,33 @@ def test_files_at_rest_are_the_service_users_only(demo):
     assert loose == []
 
 
+def test_a_killed_web_master_takes_its_workers_along_and_a_new_one_serves(demo):
+    master = demo.pid("web")
+    assert set(process_group(master)) - {master}  # supervisor's group for web: its workers
+    demo.killed_groups.append(master)
+    with asking_all_along(demo) as tally:
+        os.kill(master, signal.SIGKILL)  # what the OOM killer does to the largest process
+        killed_at = time.monotonic()
+        wait_until(lambda: process_group(master) == [], 30, "the old workers to exit")
+        new_master = wait_until(
+            lambda: (pid := demo.pid("web")) not in (0, master) and pid, 30, "a new master"
+        )
+        left = 30 - (time.monotonic() - killed_at)
+        wait_until(lambda: demo.ask_status() == 200, left, "/mcp from the new master")
+    assert demo.pid("web") == new_master
+    assert set(process_group(new_master)) - {new_master}, "the new master has workers"
+    assert tally[200] > 0
+    assert not [status for status in tally if isinstance(status, int) and status >= 500], tally
+
+
 def test_ctrl_c_stops_everything_after_the_workers_warm_shutdown(demo):
     pids = [demo.pid(name) for name in ("web", "worker", "beat")]
     assert all(pids)
+    groups = [process_group(pid) for pid in pids]  # the web workers and the Celery pool too
     os.killpg(demo.process.pid, signal.SIGINT)  # what Ctrl-C sends to the foreground group
     assert demo.process.wait(timeout=120) == 0
-    for pid in pids:
+    for pid in [pid for group in groups for pid in group]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert "Warm shutdown" in demo.log.read_text(errors="replace")
+    assert port_is_free(demo.port)

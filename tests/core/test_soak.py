@@ -1,6 +1,9 @@
 """The soak (bench/soak.py) for about a minute: the production profile on PostgreSQL and Redis,
-two app hosts, load at 80% of capacity, the Celery worker and a web worker killed and Redis
-restarted midway. Its own checks decide: no unexpected 5xx, the chain intact, every audit event
+two app hosts, load at 80% of capacity; midway six auditors ask for a chain check, the Celery
+worker and a web worker are killed, Redis is down for 6 s and host A's gunicorn master is killed.
+Its own checks decide: no unexpected 5xx, the median while Redis was down within 2x of the whole
+run's, host A served by a new master within 30 s with nothing of the old one left, one chain
+check job run by the worker, no port held after Ctrl-C, the chain intact, every audit event
 delivered, memory flat, and a second web worker costing at most 150 MiB."""
 
 import os
