@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from core.redaction import redact_secrets
 from core.tokens import token_fingerprint
 from registry.answer_chart import chart_hint
 from registry.mcp.errors import to_public_mcp_error
@@ -27,12 +28,7 @@ from registry.services import (
     mcp_exchange_audit,
     mcp_exchange_run,
 )
-from registry.tokens import (
-    MalformedToken,
-    display_prefix,
-    normalize_token,
-    redact_secrets,
-)
+from registry.tokens import MalformedToken, display_prefix, normalize_token
 
 USE_CONSOLE_PERMISSION = "registry.use_console"
 APPROVE_PIN_PERMISSION = "registry.approve_toolpin"
