@@ -180,6 +180,9 @@ class VerifierKeySerializer(serializers.Serializer):
     key_id = serializers.CharField()
     name = serializers.CharField()
     first_used_at = serializers.DateTimeField(allow_null=True)
+    retired_at = serializers.DateTimeField(allow_null=True)
+    last_size = serializers.IntegerField(allow_null=True)
+    verifier_key_with_range = serializers.CharField()
     current = serializers.BooleanField()
     trusted = serializers.BooleanField()
 

@@ -63,6 +63,7 @@ class AuditEvent(models.Model):
         GROUP_CREATED = "auth.group_created", _("그룹 생성")
         GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
         GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
+        SIGNING_KEY_RETIRED = "audit.signing_key_retired", _("서명 키 퇴역")
 
     class Outcome(models.TextChoices):
         ALLOWED = "allowed", _("허용")
@@ -359,6 +360,10 @@ class SigningKey(models.Model):
     name = models.CharField(_("키 이름"), max_length=200)
     verifier_key = models.CharField(_("검증 키"), max_length=300, unique=True)
     first_used_at = models.DateTimeField(_("처음 서명"))
+    # Set once, when an administrator retires the key after a rotation: the last checkpoint size it
+    # signed. Checkpoints it signs beyond that are refused, even where configuration trusts it.
+    retired_at = models.DateTimeField(_("퇴역"), null=True, blank=True)
+    last_size = models.PositiveBigIntegerField(_("마지막 서명 위치"), null=True, blank=True)
 
     class Meta:
         ordering = ["-first_used_at"]

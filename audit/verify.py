@@ -28,6 +28,7 @@ from audit.signed_note import (
     Verifier,
     open_note,
     parse_checkpoint,
+    signers_in_range,
     split_note,
 )
 
@@ -209,7 +210,7 @@ class _Run:
         if not isinstance(note, str):
             return _Entry(label, _claimed_size(record), problem=f"{label} has no signed note")
         try:
-            text, signatures = split_note(note)
+            text, _ = split_note(note)
             claimed = parse_checkpoint(text)
         except ValueError as error:  # NoteError, or int() refusing a Unicode digit it accepted
             return _Entry(
@@ -220,13 +221,10 @@ class _Run:
         entry = _Entry(label, claimed.size)
         try:
             open_note(note, self.verifiers)
+            entry.keys = signers_in_range(note, claimed.size, self.verifiers)
         except NoteError as error:
             entry.problem = f"{label}: {error}"
             return entry
-        known = {(v.name, v.key_id): v for v in self.verifiers}
-        entry.keys = tuple(
-            known[s.name, s.key_id] for s in signatures if (s.name, s.key_id) in known
-        )
         entry.checkpoint = claimed
         entry.problem = self._unsigned_field_problem(record, entry)
         return entry
@@ -597,7 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar="KEY",
-        help="a verifier key (name+keyid+base64) or @FILE of keys; repeat for rotated keys",
+        help=(
+            "a verifier key (name+keyid+base64, with @SIZE for a retired key: the last "
+            "checkpoint size it signed) or @FILE of keys; repeat for rotated keys"
+        ),
     )
     parser.add_argument("--origin", help="the origin every checkpoint must name")
     args = parser.parse_args(argv)

@@ -529,6 +529,26 @@ def test_with_only_the_new_key_the_first_checkpoint_of_the_old_one_fails(export,
     assert_fails(verify(path, key_b), 100, "checkpoint 1", "unknown key", f"{key_a.key_id:08x}")
 
 
+def test_a_retired_key_verifies_up_to_its_last_size(export, events):
+    path, key_a, key_b = rotated(export, events)
+    retired_a = f"{key_a.verifier.text()}@500"
+    report = verify_export(path, load_verifiers([retired_a, key_b.verifier.text()]))
+    assert report.ok, report.message
+
+
+def test_a_retired_key_that_signs_beyond_its_last_size_is_refused(export, events):
+    """Whoever kept the old key's private half re-signs the later checkpoints with it."""
+    path = export(checkpoints_for(events, signer=lambda k: KEY))
+    retired = load_verifiers([f"{KEY.verifier.text()}@500"])
+    assert retired[0].last_size == 500
+    assert_fails(verify_export(path, retired), 600, "checkpoint 6", "retired after #500")
+
+
+def test_a_retired_keys_size_is_decimal(capsys):
+    with pytest.raises(audit.verify.Unverifiable, match="is not a checkpoint size"):
+        load_verifiers([f"{KEY.verifier.text()}@5x"])
+
+
 def test_keys_can_come_from_a_file_with_comments(export, events, tmp_path, capsys):
     path, key_a, key_b = rotated(export, events)
     keys = tmp_path / "keys.txt"
