@@ -42,6 +42,7 @@ class MemoryApiReadError(RuntimeError):
 @dataclass
 class BatchResult:
     delivered: list[str] = field(default_factory=list)  # event ids
+    duplicates: list[str] = field(default_factory=list)  # of those, the ones it already held
     rejected: dict[str, str] = field(default_factory=dict)  # event id -> reason
     retry: list[str] = field(default_factory=list)  # transient: try again later
     alarm: str = ""  # configuration problem (401/403): keep pending, tell an operator
@@ -164,6 +165,12 @@ def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Clie
     return memory
 
 
+def holds_the_same(sent: dict, stored: dict | None) -> bool:
+    """Whether the memory read back is the one we sent: every field we sent, equal (the API adds
+    `stored_at`). A duplicate answer only says the id is taken, not by what."""
+    return stored is not None and all(stored.get(name) == value for name, value in sent.items())
+
+
 def interpret_response(
     ids: list[str],
     status: int,
@@ -177,7 +184,7 @@ def interpret_response(
     if status in (200, 207):
         return _per_item(ids, body, sent_secrets)
     if status == 409:
-        return BatchResult(delivered=ids)
+        return BatchResult(delivered=ids, duplicates=list(ids))
     if status == 413 and len(ids) > 1:
         return BatchResult(retry=ids, split=True, error="413: batch too large")
     if status in (400, 413, 422):
@@ -200,6 +207,8 @@ def _per_item(ids: list[str], body: bytes, sent_secrets: tuple[str, ...]) -> Bat
         status = item.get("status") if item else None
         if status in ("created", "duplicate"):
             outcome.delivered.append(event_id)
+            if status == "duplicate":
+                outcome.duplicates.append(event_id)
         elif status == "rejected":
             error = str(item.get("error", "rejected"))
             outcome.rejected[event_id] = _their_words(error, sent_secrets, 250)

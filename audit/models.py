@@ -1,7 +1,9 @@
 """Append-only audit events, hash-chained per source, and their delivery state (kept apart).
 
-Events are never updated or deleted through the application; on PostgreSQL the application role
-has no UPDATE/DELETE on the event table at all. Delivery state lives in its own table.
+Events are never updated or deleted through the application, and database triggers refuse it.
+The triggers stop mistakes, not the tables' owner: the application's role owns them and could drop
+the triggers, so a rewrite by someone holding its credentials is caught by the signed checkpoints
+anchored outside the database (audit.checkpoints). Delivery state lives in its own table.
 """
 
 from django.db import models
@@ -260,6 +262,9 @@ class SinkStatus(models.Model):
 
 class DeliveryAlarm(models.Model):
     """Operator-visible problems with the Memory API (e.g. a rejected credential)."""
+
+    # It holds another copy of one of our checkpoints: cleared by no later delivery.
+    CHECKPOINT_CONFLICT = "checkpoint_conflict"
 
     raised_at = models.DateTimeField(auto_now_add=True)
     kind = models.CharField(max_length=64)

@@ -8,7 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class MemorySink:
-    """Keeps memories by id like the real API (a second delivery is a duplicate).
+    """Keeps memories by id like the real API (a second delivery is a duplicate, and the copy
+    first stored stays).
 
     GET /v1/memories/{id} reads a memory back, as stored (plus `stored_at`).
     `faults` is a list consumed one per POST: "down" (drop the connection), "500", "slow",
@@ -110,9 +111,9 @@ class MemorySink:
                         error = echo if fault == "echo_reject" else "content: bad"
                         results.append({"id": memory["id"], "status": "rejected", "error": error})
                         continue
-                    with sink.lock:
+                    with sink.lock:  # like the real API, it keeps the first copy of an id
                         duplicate = memory["id"] in sink.memories
-                        sink.memories[memory["id"]] = memory
+                        sink.memories.setdefault(memory["id"], memory)
                         sink.receipts[memory["id"]] += 1
                     results.append(
                         {"id": memory["id"], "status": "duplicate" if duplicate else "created"}

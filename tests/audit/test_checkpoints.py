@@ -19,6 +19,7 @@ from audit.checkpoints import (
     current_signer,
 )
 from audit.delivery import deliver_pending
+from audit.memory_api import memory_for_checkpoint
 from audit.models import AuditCheckpoint, AuditEvent, ChainHead, CheckpointDelivery, SigningKey
 from audit.reconciliation import reconcile_with_memory_api
 from audit.services import audit_events_append
@@ -312,6 +313,45 @@ def test_checkpoints_are_delivered_as_their_own_kind(every_100, settings):
         assert memory["content"]["note"] == checkpoint.note
         assert CheckpointDelivery.objects.get().state == "delivered"
         assert deliver_pending().checkpoints_delivered == 0  # once
+
+
+@pytest.mark.django_db
+def test_a_duplicate_answer_is_delivered_only_when_the_copy_held_is_ours(every_100, settings):
+    with MemorySink(SERVICE_TOKEN) as sink:
+        settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN = sink.url, SERVICE_TOKEN
+        append(4)
+        checkpoint = checkpoint_create_if_due()
+        sink.memories[str(checkpoint.id)] = memory_for_checkpoint(checkpoint)  # sent before
+        assert deliver_pending().checkpoints_delivered == 1
+        assert sink.reads == [str(checkpoint.id)]  # compared, not taken on trust
+        assert CheckpointDelivery.objects.get().state == "delivered"
+
+
+@pytest.mark.django_db
+def test_a_copy_re_signed_by_someone_else_raises_an_alarm_never_delivered(
+    every_100, settings, client, auditor
+):
+    with MemorySink(SERVICE_TOKEN) as sink:
+        settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN = sink.url, SERVICE_TOKEN
+        append(4)
+        checkpoint = checkpoint_create_if_due()
+        forger = Signer.generate("test.hyperbook.invalid/audit")
+        forged = memory_for_checkpoint(checkpoint)
+        forged["content"]["note"] = forger.sign(
+            Checkpoint(checkpoint.origin, checkpoint.sequence, checkpoint.hash).body()
+        )
+        sink.memories[str(checkpoint.id)] = forged
+        report = deliver_pending()
+        assert (report.delivered, report.checkpoints_delivered) == (4, 0)
+        assert deliver_pending().checkpoints_delivered == 0  # the next sweep does not take it
+    delivery = CheckpointDelivery.objects.get()
+    assert delivery.state == "rejected" and "different copy" in delivery.last_error
+    health = client.get("/healthz").json()
+    assert "checkpoint_conflict" in health["degraded"]
+    assert health["delivery"]["checkpoint_conflicts"] == 1
+    client.force_login(auditor)
+    page = client.get("/admin/audit/auditevent/").content.decode()
+    assert f"checkpoint {checkpoint.number} (hyperbook, #4)" in page
 
 
 def _chain_with_anchored_checkpoints(settings, sink: MemorySink) -> None:
