@@ -62,6 +62,7 @@ class AuditEvent(models.Model):
         USER_CREATED = "auth.user_created", _("사용자 생성")
         USER_CHANGED = "auth.user_changed", _("사용자 변경")
         USER_DELETED = "auth.user_deleted", _("사용자 삭제")
+        USER_PASSWORD_SET = "auth.user_password_set", _("사용자 비밀번호 설정")
         GROUP_CREATED = "auth.group_created", _("그룹 생성")
         GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
         GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
