@@ -127,7 +127,11 @@ class McpGate:
 
         tracing.request_started(record.request_id)
         try:
-            with tracing.span("mcp.gate", {"http.method": record.http_method}):
+            with tracing.request_span(
+                "mcp.gate",
+                {"http.method": _traced_method(record.http_method)},
+                client_traceparent=headers.get("traceparent", ""),
+            ):
                 await self._handle(scope, receive, send_when_recorded, headers, record, known)
         except Exception:
             # A request never crashes the worker or leaks a traceback; the id ties logs together.
@@ -449,6 +453,14 @@ def _with_headers(send, extra):
         await send(message)
 
     return wrapped
+
+
+def _traced_method(method: str) -> str:
+    # Any token is a valid HTTP method: one of the client's invention is not kept (OTel's "_OTHER").
+    return method if method in _HTTP_METHODS else "_OTHER"
+
+
+_HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"))
 
 
 def _log(record: RequestRecord) -> None:
