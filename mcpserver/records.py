@@ -52,7 +52,7 @@ class RequestRecord:
     latency_ms: float = 0.0
 
 
-CLIENT_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:~-]{1,64}$")  # what request ids are made of
+CLIENT_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:~-]{1,64}")  # what request ids are made of
 MAX_CLIENT_TEXT = 256
 _NOT_VISIBLE_ASCII = re.compile(r"[^\x20-\x7e]")
 
@@ -66,7 +66,7 @@ def secrets_sent(authorization: str | None) -> tuple[str, ...]:
 
 def client_request_id(value: str, *, known: tuple[str, ...]) -> str:
     """The client's X-Request-ID if it looks like an id and not like a secret; else nothing."""
-    if not CLIENT_REQUEST_ID_RE.match(value):
+    if not CLIENT_REQUEST_ID_RE.fullmatch(value):
         return ""
     if looks_like_secret(value) or any(secret in value for secret in known):
         return ""
