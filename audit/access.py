@@ -40,6 +40,18 @@ def access_change_record(*, kind: str, target: str, before: dict | None, after: 
     )
 
 
+def user_password_set_record(*, user, actor):
+    """A password set in the admin, by its owner or by someone else: who, for whom, and whether
+    the user may still log in with a password (never the password or its hash)."""
+    return audit_change(
+        action=AuditEvent.Action.USER_PASSWORD_SET,
+        actor=actor,
+        target=f"user:{user.get_username()}",
+        before=None,
+        after={"usable_password": user.has_usable_password()},
+    )
+
+
 def _permission_names(permissions) -> list[str]:
     return sorted(
         f"{app_label}.{codename}"

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -15,7 +15,8 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
-from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm
+from audit.checkpoints import KeyRetirementError, signing_key_retire
+from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm, SigningKey
 from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
 from audit.verification import (
     FullCheckTooSoon,
@@ -26,6 +27,7 @@ from core.admin import ReadOnlyAdmin
 from core.charts import Series, stacked_bar_chart
 
 COUNT_CAP = 10_000
+RETIRE_KEY_PERMISSION = "audit.change_signingkey"
 
 
 class CappedCountPaginator(Paginator):
@@ -307,8 +309,36 @@ class AuditCheckpointAdmin(ReadOnlyAdmin):
         return delivery.get_state_display() if delivery else "-"
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "signing_keys": selectors.signing_keys()}
+        extra_context = {
+            **(extra_context or {}),
+            "signing_keys": selectors.signing_keys(),
+            "may_retire_keys": request.user.has_perm(RETIRE_KEY_PERMISSION),
+        }
         return super().changelist_view(request, extra_context)
+
+    def get_urls(self):
+        retire = self.admin_site.admin_view(self.retire_key_view)
+        return [
+            path("keys/<int:pk>/retire/", retire, name="audit_signingkey_retire"),
+            *super().get_urls(),
+        ]
+
+    def retire_key_view(self, request, pk: int):
+        """Records a rotated-out key's retirement: it signs nothing beyond its last checkpoint."""
+        if request.method != "POST" or not request.user.has_perm(RETIRE_KEY_PERMISSION):
+            raise PermissionDenied
+        key = get_object_or_404(SigningKey, pk=pk)
+        try:
+            signing_key_retire(key=key, actor=request.user)
+        except KeyRetirementError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request,
+                _("키 %(key)s을(를) 퇴역시켰습니다: #%(size)s 이후의 서명은 거부됩니다.")
+                % {"key": key.key_id, "size": key.last_size},
+            )
+        return redirect(reverse("admin:audit_auditcheckpoint_changelist"))
 
 
 def overview_chart(overview) -> str:

@@ -1,12 +1,19 @@
 """The admin of who may do what: users, groups and API tokens, every change an audit event."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
+from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
-from audit.access import access_change_record, group_access_snapshot, user_access_snapshot
+from audit.access import (
+    access_change_record,
+    group_access_snapshot,
+    user_access_snapshot,
+    user_password_set_record,
+)
 from audit.api_tokens import api_token_revoke
 from core.admin import ReadOnlyAdmin
 from core.models import ApiToken
@@ -90,6 +97,16 @@ admin.site.unregister(Group)
 class AuditedUserAdmin(_AccessAuditing, UserAdmin):
     snapshot = staticmethod(user_access_snapshot)
     kind = "user"
+
+    def user_change_password(self, request, id, form_url=""):
+        # Django's view saves the password outside any transaction of ours: the event is
+        # written with it, or neither is.
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:
+                user = self.get_object(request, unquote(id))
+                user_password_set_record(user=user, actor=request.user)
+        return response
 
     @staticmethod
     def target(user) -> str:

@@ -1,8 +1,11 @@
 """Read-only audit API for SIEM pulls: filters named after the fields, cursor pagination; the
 signed checkpoints and the keys that verify them."""
 
+import datetime as dt
+
 import django_filters
-from rest_framework import permissions, serializers, viewsets
+from django import forms
+from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
@@ -42,9 +45,27 @@ class AuditEventSerializer(serializers.ModelSerializer):
         return selectors.event_delivery(event).attempts
 
 
+class StorableDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 moment that can be expressed in UTC (0001-01-01 at +14:00 cannot), as every
+    database compares it."""
+
+    def to_python(self, value):
+        moment = super().to_python(value)
+        if moment is not None:
+            try:
+                moment.astimezone(dt.UTC)
+            except OverflowError:
+                raise forms.ValidationError("Outside the years 1 to 9999 in UTC.") from None
+        return moment
+
+
+class StorableDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = StorableDateTimeField
+
+
 class AuditEventFilter(django_filters.FilterSet):
-    occurred_after = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
-    occurred_before = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
+    occurred_after = StorableDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
+    occurred_before = StorableDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
     delivery_state = django_filters.ChoiceFilter(
         choices=Delivery.State.choices,
         method=lambda queryset, name, value: selectors.with_delivery_state(queryset, value),
@@ -67,7 +88,27 @@ class AuditEventFilter(django_filters.FilterSet):
         ]
 
 
-class AuditEventCursor(CursorPagination):
+class IntegerCursor(CursorPagination):
+    """A cursor over an integer column: one that does not decode, or whose position is not such an
+    integer, is the client's mistake (400), never a query the database fails on."""
+
+    invalid_cursor_message = "Invalid cursor."
+
+    def decode_cursor(self, request):
+        invalid = exceptions.ValidationError({self.cursor_query_param: self.invalid_cursor_message})
+        try:
+            cursor = super().decode_cursor(request)
+        except exceptions.NotFound:
+            raise invalid from None
+        position = cursor.position if cursor else None
+        if position is not None and not (
+            position.isascii() and position.isdigit() and int(position) < 2**63
+        ):
+            raise invalid
+        return cursor
+
+
+class AuditEventCursor(IntegerCursor):
     ordering = "-sequence"
     page_size = 100
     page_size_query_param = "page_size"
@@ -109,7 +150,7 @@ class AuditCheckpointSerializer(serializers.ModelSerializer):
         return delivery.state if delivery else Delivery.State.PENDING
 
 
-class AuditCheckpointCursor(CursorPagination):
+class AuditCheckpointCursor(IntegerCursor):
     ordering = "-number"
     page_size = 100
 
@@ -139,6 +180,9 @@ class VerifierKeySerializer(serializers.Serializer):
     key_id = serializers.CharField()
     name = serializers.CharField()
     first_used_at = serializers.DateTimeField(allow_null=True)
+    retired_at = serializers.DateTimeField(allow_null=True)
+    last_size = serializers.IntegerField(allow_null=True)
+    verifier_key_with_range = serializers.CharField()
     current = serializers.BooleanField()
     trusted = serializers.BooleanField()
 

@@ -18,10 +18,10 @@ class AuditConfig(AppConfig):
 
 def checkpoint_keys_check(app_configs, **kwargs):
     """A signer key that cannot be read would stop checkpoints silently: say so at start-up."""
-    from audit.checkpoints import configured_verifiers
+    from audit.checkpoints import verifiers_from_settings
 
     try:
-        configured_verifiers()
+        verifiers_from_settings()
     except ImproperlyConfigured as exc:
         return [checks.Error(str(exc), id="audit.E001")]
     return []

@@ -21,8 +21,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import GENESIS_HASH
-from audit.models import AuditCheckpoint, ChainHead, CheckpointDelivery, SigningKey
-from audit.services import SOURCE
+from audit.models import AuditCheckpoint, AuditEvent, ChainHead, CheckpointDelivery, SigningKey
+from audit.services import SOURCE, audit_change
 from audit.signed_note import Checkpoint, NoteError, Signer, Verifier, open_checkpoint
 
 logger = logging.getLogger("hyperbook.audit")
@@ -47,8 +47,21 @@ def current_signer() -> Signer:
 
 
 def configured_verifiers() -> list[Verifier]:
-    """The keys a checkpoint may be signed by: the current signer's and AUDIT_VERIFIER_KEYS (the
-    keys before a rotation). Trust comes from configuration, never from the database."""
+    """The keys a checkpoint may be signed by, as far as each may sign: `verifiers_from_settings`,
+    narrowed by the retirements recorded in the admin (the smaller last size wins). Trust comes
+    from configuration; the database can only take some away."""
+    retired = dict(
+        SigningKey.objects.filter(last_size__isnull=False).values_list("verifier_key", "last_size")
+    )
+    return [
+        verifier.retired_at(retired[verifier.text()]) if verifier.text() in retired else verifier
+        for verifier in verifiers_from_settings()
+    ]
+
+
+def verifiers_from_settings() -> list[Verifier]:
+    """The current signer's key and AUDIT_VERIFIER_KEYS (the keys before a rotation, each
+    optionally `@SIZE`: the last checkpoint size it signed)."""
     verifiers = [current_signer().verifier]
     for position, text in enumerate(settings.AUDIT_VERIFIER_KEYS, start=1):
         try:
@@ -56,6 +69,32 @@ def configured_verifiers() -> list[Verifier]:
         except (NoteError, ValueError) as exc:
             raise ImproperlyConfigured(f"AUDIT_VERIFIER_KEYS, key {position}: {exc}") from None
     return verifiers
+
+
+class KeyRetirementError(ValueError):
+    """The key cannot be retired; the message says why and is safe to show."""
+
+
+def signing_key_retire(*, key: SigningKey, actor) -> SigningKey:
+    """Record that `key` signs no more: its last size is the last checkpoint it signed, and any
+    checkpoint it signs beyond that is refused. The current signer's key is never retired (rotate
+    AUDIT_SIGNING_KEY first), and a retirement is never undone."""
+    if key.verifier_key == current_signer().verifier.text():
+        raise KeyRetirementError("the current signer's key cannot be retired: rotate it first")
+    if key.retired_at is not None:
+        raise KeyRetirementError("this key is already retired")
+    signed = AuditCheckpoint.objects.filter(key_id=key.key_id).order_by("-sequence").first()
+    with transaction.atomic():
+        key.retired_at, key.last_size = timezone.now(), signed.sequence if signed else 0
+        key.save(update_fields=["retired_at", "last_size"])
+        audit_change(
+            action=AuditEvent.Action.SIGNING_KEY_RETIRED,
+            actor=actor,
+            target=f"signing_key:{key.name}+{key.key_id}",
+            before={"retired": False},
+            after={"retired": True, "last_size": key.last_size},
+        )
+    return key
 
 
 def origin_for(source: str) -> str:

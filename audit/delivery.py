@@ -158,11 +158,34 @@ def _send_checkpoints(*, client, base_url, token, report: DeliveryReport) -> Non
     )
     now = timezone.now()
     mine = CheckpointDelivery.objects.filter
-    if result.delivered:
-        mine(checkpoint_id__in=result.delivered).update(
+    differing, unread = _copies_not_ours(
+        [c for c in pending if str(c.id) in result.duplicates],
+        client=client,
+        base_url=base_url,
+        token=token,
+    )
+    for checkpoint in differing:
+        # A re-signed or forged checkpoint under our id: the anchor outside our database no
+        # longer vouches for ours. Never "delivered"; an operator must look.
+        message = (
+            f"checkpoint {checkpoint.number} ({checkpoint.source}, #{checkpoint.sequence}): "
+            "the Memory API holds a different copy under its id"
+        )
+        mine(checkpoint_id=checkpoint.id).update(
+            state=Delivery.State.REJECTED, last_error=message[:300]
+        )
+        _raise_alarm(DeliveryAlarm.CHECKPOINT_CONFLICT, message)
+    for checkpoint, error in unread.items():
+        mine(checkpoint_id=checkpoint.id).update(
+            attempts=F("attempts") + 1, last_error=f"duplicate not compared: {error}"[:300]
+        )
+    held_elsewhere = {str(c.id) for c in (*differing, *unread)}
+    delivered = [i for i in result.delivered if i not in held_elsewhere]
+    if delivered:
+        mine(checkpoint_id__in=delivered).update(
             state=Delivery.State.DELIVERED, delivered_at=now, last_error=""
         )
-        report.checkpoints_delivered += len(result.delivered)
+        report.checkpoints_delivered += len(delivered)
     for checkpoint_id, reason in result.rejected.items():
         logger.error("audit delivery: the Memory API rejected checkpoint %s", checkpoint_id)
         mine(checkpoint_id=checkpoint_id).update(
@@ -176,6 +199,23 @@ def _send_checkpoints(*, client, base_url, token, report: DeliveryReport) -> Non
         sink_failed(error=error, retry_after=result.retry_after, now=now)
     elif result.delivered:
         sink_answered()
+
+
+def _copies_not_ours(checkpoints, *, client, base_url, token):
+    """Of checkpoints the Memory API answered "duplicate" for: those whose copy there is not ours
+    (or that it then says it does not hold), and those it could not be asked about (by error)."""
+    differing, unread = [], {}
+    for checkpoint in checkpoints:
+        try:
+            stored = memory_api.read_memory(
+                str(checkpoint.id), base_url=base_url, token=token, client=client
+            )
+        except memory_api.MemoryApiReadError as exc:
+            unread[checkpoint] = str(exc)
+            continue
+        if not memory_api.holds_the_same(memory_api.memory_for_checkpoint(checkpoint), stored):
+            differing.append(checkpoint)
+    return differing, unread
 
 
 def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
@@ -282,4 +322,8 @@ def _raise_alarm(kind: str, message: str) -> None:
 
 
 def _clear_alarms() -> None:
-    DeliveryAlarm.objects.filter(cleared_at__isnull=True).update(cleared_at=timezone.now())
+    """A delivery that went through clears the alarms it disproves (a refused credential, a bad
+    configuration), never a checkpoint conflict: that one an operator must look into."""
+    DeliveryAlarm.objects.filter(cleared_at__isnull=True).exclude(
+        kind=DeliveryAlarm.CHECKPOINT_CONFLICT
+    ).update(cleared_at=timezone.now())

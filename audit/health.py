@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.utils import timezone
 
-from audit.models import SinkStatus
+from audit.models import DeliveryAlarm, SinkStatus
 from audit.selectors import audit_backlog
 
 
@@ -31,7 +31,13 @@ def delivery_report(report: dict) -> list[str]:
         delivery["last_error"] = status.last_error or None
         delivery["last_error_seconds_ago"] = _age(status.last_error_at, now)
         delivery["backing_off"] = bool(status.retry_at and status.retry_at > now)
+    conflicts = DeliveryAlarm.objects.filter(
+        kind=DeliveryAlarm.CHECKPOINT_CONFLICT, cleared_at__isnull=True
+    ).count()
+    delivery["checkpoint_conflicts"] = conflicts
     report["delivery"] = delivery
+    if conflicts:
+        problems.append("checkpoint_conflict")
     if not enabled:
         return problems  # events wait for a URL by design: not a fault
     if oldest_age is not None and oldest_age > settings.AUDIT_BACKLOG_DEGRADED_SECONDS:

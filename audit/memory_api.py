@@ -22,6 +22,7 @@ from core.outbound import (
     outbound_client,
     read_capped,
 )
+from core.redaction import redact_secrets
 
 NAMESPACE = "hyperbook.audit"
 KIND = "audit_event"
@@ -41,6 +42,7 @@ class MemoryApiReadError(RuntimeError):
 @dataclass
 class BatchResult:
     delivered: list[str] = field(default_factory=list)  # event ids
+    duplicates: list[str] = field(default_factory=list)  # of those, the ones it already held
     rejected: dict[str, str] = field(default_factory=dict)  # event id -> reason
     retry: list[str] = field(default_factory=list)  # transient: try again later
     alarm: str = ""  # configuration problem (401/403): keep pending, tell an operator
@@ -133,7 +135,9 @@ def post_memories(
     finally:
         if own_client:
             client.close()
-    return interpret_response(ids, response.status_code, response.headers, answer)
+    return interpret_response(
+        ids, response.status_code, response.headers, answer, sent_secrets=(token,)
+    )
 
 
 def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Client) -> dict | None:
@@ -161,24 +165,37 @@ def read_memory(memory_id: str, *, base_url: str, token: str, client: httpx.Clie
     return memory
 
 
+def holds_the_same(sent: dict, stored: dict | None) -> bool:
+    """Whether the memory read back is the one we sent: every field we sent, equal (the API adds
+    `stored_at`). A duplicate answer only says the id is taken, not by what."""
+    return stored is not None and all(stored.get(name) == value for name, value in sent.items())
+
+
 def interpret_response(
-    ids: list[str], status: int, headers: httpx.Headers, body: bytes
+    ids: list[str],
+    status: int,
+    headers: httpx.Headers,
+    body: bytes,
+    *,
+    sent_secrets: tuple[str, ...] = (),
 ) -> BatchResult:
+    """What an answer means for each id. The receiver's words are kept as reasons, with our
+    secrets (`sent_secrets`, and anything shaped like a bearer) redacted."""
     if status in (200, 207):
-        return _per_item(ids, body)
+        return _per_item(ids, body, sent_secrets)
     if status == 409:
-        return BatchResult(delivered=ids)
+        return BatchResult(delivered=ids, duplicates=list(ids))
     if status == 413 and len(ids) > 1:
         return BatchResult(retry=ids, split=True, error="413: batch too large")
     if status in (400, 413, 422):
-        reason = f"{status}: {_safe_text(body)}"
+        reason = f"{status}: {_their_words(body.decode('utf-8', 'replace'), sent_secrets, 200)}"
         return BatchResult(rejected={event_id: reason for event_id in ids})
     if status in (401, 403):
         return BatchResult(retry=ids, alarm=f"Memory API refused the credential ({status})")
     return BatchResult(retry=ids, retry_after=_retry_after(headers), error=f"HTTP {status}")
 
 
-def _per_item(ids: list[str], body: bytes) -> BatchResult:
+def _per_item(ids: list[str], body: bytes, sent_secrets: tuple[str, ...]) -> BatchResult:
     try:
         results = json.loads(body)["results"]
         by_id = {str(item["id"]): item for item in results if isinstance(item, dict)}
@@ -190,8 +207,11 @@ def _per_item(ids: list[str], body: bytes) -> BatchResult:
         status = item.get("status") if item else None
         if status in ("created", "duplicate"):
             outcome.delivered.append(event_id)
+            if status == "duplicate":
+                outcome.duplicates.append(event_id)
         elif status == "rejected":
-            outcome.rejected[event_id] = str(item.get("error", "rejected"))[:250]
+            error = str(item.get("error", "rejected"))
+            outcome.rejected[event_id] = _their_words(error, sent_secrets, 250)
         else:
             # Missing or unknown item status: not known to be stored, so it goes again.
             outcome.retry.append(event_id)
@@ -213,6 +233,7 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return min(max(delay, 0.0), 3600.0)
 
 
-def _safe_text(body: bytes) -> str:
-    # The receiver's words, shortened; they never contain our secrets (we never send any).
-    return " ".join(body.decode("utf-8", "replace").split())[:200]
+def _their_words(text: str, sent_secrets: tuple[str, ...], limit: int) -> str:
+    # Redacted before it is shortened, so that no cut-off piece of a secret survives the cut; a
+    # receiver may echo the bearer we sent it.
+    return " ".join(redact_secrets(text, known=sent_secrets).split())[:limit]

@@ -1,7 +1,9 @@
 """Append-only audit events, hash-chained per source, and their delivery state (kept apart).
 
-Events are never updated or deleted through the application; on PostgreSQL the application role
-has no UPDATE/DELETE on the event table at all. Delivery state lives in its own table.
+Events are never updated or deleted through the application, and database triggers refuse it.
+The triggers stop mistakes, not the tables' owner: the application's role owns them and could drop
+the triggers, so a rewrite by someone holding its credentials is caught by the signed checkpoints
+anchored outside the database (audit.checkpoints). Delivery state lives in its own table.
 """
 
 from django.db import models
@@ -60,9 +62,11 @@ class AuditEvent(models.Model):
         USER_CREATED = "auth.user_created", _("사용자 생성")
         USER_CHANGED = "auth.user_changed", _("사용자 변경")
         USER_DELETED = "auth.user_deleted", _("사용자 삭제")
+        USER_PASSWORD_SET = "auth.user_password_set", _("사용자 비밀번호 설정")
         GROUP_CREATED = "auth.group_created", _("그룹 생성")
         GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
         GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
+        SIGNING_KEY_RETIRED = "audit.signing_key_retired", _("서명 키 퇴역")
 
     class Outcome(models.TextChoices):
         ALLOWED = "allowed", _("허용")
@@ -262,6 +266,9 @@ class SinkStatus(models.Model):
 class DeliveryAlarm(models.Model):
     """Operator-visible problems with the Memory API (e.g. a rejected credential)."""
 
+    # It holds another copy of one of our checkpoints: cleared by no later delivery.
+    CHECKPOINT_CONFLICT = "checkpoint_conflict"
+
     raised_at = models.DateTimeField(auto_now_add=True)
     kind = models.CharField(max_length=64)
     message = models.CharField(max_length=300)
@@ -374,6 +381,10 @@ class SigningKey(models.Model):
     name = models.CharField(_("키 이름"), max_length=200)
     verifier_key = models.CharField(_("검증 키"), max_length=300, unique=True)
     first_used_at = models.DateTimeField(_("처음 서명"))
+    # Set once, when an administrator retires the key after a rotation: the last checkpoint size it
+    # signed. Checkpoints it signs beyond that are refused, even where configuration trusts it.
+    retired_at = models.DateTimeField(_("퇴역"), null=True, blank=True)
+    last_size = models.PositiveBigIntegerField(_("마지막 서명 위치"), null=True, blank=True)
 
     class Meta:
         ordering = ["-first_used_at"]

@@ -118,6 +118,9 @@ def signing_keys() -> list[dict]:
             "key_id": key.key_id,
             "name": key.name,
             "first_used_at": key.first_used_at,
+            "retired_at": key.retired_at,
+            "last_size": key.last_size,
+            "pk": key.pk,
         }
         for key in SigningKey.objects.all()
     ]
@@ -129,11 +132,18 @@ def signing_keys() -> list[dict]:
                 "key_id": f"{current.key_id:08x}",
                 "name": current.name,
                 "first_used_at": None,
+                "retired_at": None,
+                "last_size": None,
+                "pk": None,
             },
         )
     for key in listed:
         key["current"] = key["verifier_key"] == current.text()
         key["trusted"] = key["verifier_key"] in trusted
+        # What `python -m audit.verify --public-key` should be given for it.
+        key["verifier_key_with_range"] = key["verifier_key"] + (
+            "" if key["last_size"] is None else f"@{key['last_size']}"
+        )
     return listed
 
 

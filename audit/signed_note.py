@@ -72,21 +72,29 @@ def _check_name(name: str) -> str:
 
 
 class Verifier:
-    def __init__(self, name: str, public_key: bytes):
+    """A public key, and (ours, not C2SP's) the last checkpoint size it may sign: a key retired
+    after a rotation signs nothing beyond where it stopped, whoever holds its private half now."""
+
+    def __init__(self, name: str, public_key: bytes, *, last_size: int | None = None):
         self.name = _check_name(name)
         self.public_bytes = public_key
         self.key_id = key_id(name, public_key)
+        self.last_size = last_size
         self._key = Ed25519PublicKey.from_public_bytes(public_key)
 
     @classmethod
     def from_text(cls, text: str) -> "Verifier":
-        """Read a verifier key (`name+keyid+base64`)."""
+        """Read a verifier key (`name+keyid+base64`), or a retired one (`name+keyid+base64@SIZE`:
+        it signed checkpoints up to size SIZE, and none after)."""
         parts = text.strip().split("+", 2)  # base64 may hold "+" too: it is the rest
         if len(parts) != 3:
             raise NoteError("a verifier key reads name+keyid+base64")
         name, hex_id, encoded = parts
+        encoded, retired, last = encoded.partition("@")  # "@" is never base64
+        if retired and not re.fullmatch(r"0|[1-9][0-9]*", last):
+            raise NoteError(f"verifier key {name}: what follows '@' is not a checkpoint size")
         key = _decode_key(encoded)
-        verifier = cls(name, key)
+        verifier = cls(name, key, last_size=int(last) if retired else None)
         if f"{verifier.key_id:08x}" != hex_id.lower():
             raise NoteError(f"verifier key {name}: its key id does not match its key")
         return verifier
@@ -94,6 +102,18 @@ class Verifier:
     def text(self) -> str:
         encoded = base64.b64encode(bytes([ED25519]) + self.public_bytes).decode()
         return f"{self.name}+{self.key_id:08x}+{encoded}"
+
+    def text_with_range(self) -> str:
+        """The key as `from_text` reads it back, its last size included when it has one."""
+        return self.text() + ("" if self.last_size is None else f"@{self.last_size}")
+
+    def may_sign(self, size: int) -> bool:
+        return self.last_size is None or size <= self.last_size
+
+    def retired_at(self, size: int) -> "Verifier":
+        """This key, signing nothing beyond `size` (nor beyond its own last size)."""
+        last = size if self.last_size is None else min(size, self.last_size)
+        return Verifier(self.name, self.public_bytes, last_size=last)
 
     def verifies(self, message: bytes, signature: bytes) -> bool:
         try:
@@ -225,4 +245,22 @@ def sign_checkpoint(signer: Signer, checkpoint: Checkpoint) -> str:
 
 
 def open_checkpoint(note: str, verifiers: "list[Verifier]") -> Checkpoint:
-    return parse_checkpoint(open_note(note, verifiers))
+    checkpoint = parse_checkpoint(open_note(note, verifiers))
+    signers_in_range(note, checkpoint.size, verifiers)
+    return checkpoint
+
+
+def signers_in_range(note: str, size: int, verifiers: "list[Verifier]") -> "tuple[Verifier, ...]":
+    """The known keys that signed `note` and may sign a checkpoint of `size`. Raises NoteError
+    when every known key that signed it was retired before `size`."""
+    _text, signatures = split_note(note)
+    known = {(v.name, v.key_id): v for v in verifiers}
+    signed = [known[s.name, s.key_id] for s in signatures if (s.name, s.key_id) in known]
+    in_range = tuple(v for v in signed if v.may_sign(size))
+    if signed and not in_range:
+        retired = signed[0]
+        raise NoteError(
+            f"signed at #{size} by {retired.name} (key {retired.key_id:08x}), "
+            f"a key retired after #{retired.last_size}"
+        )
+    return in_range

@@ -3,12 +3,15 @@
 
 Standard library, `cryptography` and audit.chain only, so whoever receives an export can run it
 without Django. The file is the JSON Lines export of `manage.py export_audit --format jsonl`:
-a header (not trusted), the events in sequence order, then the signed checkpoints, of which only
-the signed note is trusted. Two passes keep memory bounded whatever the file's size: the first
-reads the checkpoints, the second streams the events keeping one hash.
+a header, the events in sequence order, then the signed checkpoints. Only the signed notes and the
+events' hashes are trusted; every other field a reader might go by (the header's source, origin,
+range and count, a checkpoint line's number, key id, source and time) must agree with them, and a
+line with a key twice is refused. Two passes keep memory bounded whatever the file's size: the
+first reads the checkpoints, the second streams the events keeping one hash.
 """
 
 import argparse
+import datetime as dt
 import itertools
 import json
 import re
@@ -25,6 +28,7 @@ from audit.signed_note import (
     Verifier,
     open_note,
     parse_checkpoint,
+    signers_in_range,
     split_note,
 )
 
@@ -38,6 +42,9 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 EVENT_KEYS = frozenset(("type", "hash", *HASHED_FIELDS, *OPTIONAL_HASHED_FIELDS))
 _REQUIRED_KEYS = frozenset(("hash", *HASHED_FIELDS))
 _HEX_HASH = re.compile(r"[0-9a-f]{64}")
+# Events and checkpoints are stamped by different processes, perhaps on different hosts: a
+# checkpoint's time may seem earlier than the event it signs, or the previous checkpoint, by this.
+CLOCK_SKEW = dt.timedelta(minutes=5)
 
 
 class Unverifiable(Exception):
@@ -134,6 +141,8 @@ class _Entry:
     checkpoint: Checkpoint | None = None
     problem: str | None = None
     keys: tuple[Verifier, ...] = ()
+    number: int | None = None
+    created_at: dt.datetime | None = None
 
 
 @dataclass
@@ -150,6 +159,7 @@ class _Run:
     prev_hash: str | None = None
     next_entry: int = 0
     keys: dict[str, None] = field(default_factory=dict)
+    last_checked: _Entry | None = None
 
     # First pass.
 
@@ -200,7 +210,7 @@ class _Run:
         if not isinstance(note, str):
             return _Entry(label, _claimed_size(record), problem=f"{label} has no signed note")
         try:
-            text, signatures = split_note(note)
+            text, _ = split_note(note)
             claimed = parse_checkpoint(text)
         except ValueError as error:  # NoteError, or int() refusing a Unicode digit it accepted
             return _Entry(
@@ -211,23 +221,37 @@ class _Run:
         entry = _Entry(label, claimed.size)
         try:
             open_note(note, self.verifiers)
+            entry.keys = signers_in_range(note, claimed.size, self.verifiers)
         except NoteError as error:
             entry.problem = f"{label}: {error}"
             return entry
-        known = {(v.name, v.key_id): v for v in self.verifiers}
-        entry.keys = tuple(
-            known[s.name, s.key_id] for s in signatures if (s.name, s.key_id) in known
-        )
         entry.checkpoint = claimed
-        # The line's other fields are conveniences; a reader may trust them, so they must agree.
+        entry.problem = self._unsigned_field_problem(record, entry)
+        return entry
+
+    def _unsigned_field_problem(self, record: dict, entry: _Entry) -> str | None:
+        """The line's other fields are conveniences; a reader may trust them, so they must agree
+        with the note, its signatures and the header."""
+        label, claimed = entry.label, entry.checkpoint
         if record.get("sequence") != claimed.size:
-            entry.problem = (
+            return (
                 f"{label}'s sequence field ({record.get('sequence')!r}) "
                 f"is not its signed size (#{claimed.size})"
             )
-        elif record.get("hash") != claimed.root_hash:
-            entry.problem = f"{label}'s hash field is not its signed root hash"
-        return entry
+        if record.get("hash") != claimed.root_hash:
+            return f"{label}'s hash field is not its signed root hash"
+        signed_by = {f"{verifier.key_id:08x}" for verifier in entry.keys}
+        if record.get("key_id") not in signed_by:
+            return f"{label}'s key_id field ({record.get('key_id')!r}) is not a key that signed it"
+        if not _is_count(record.get("number")) or record["number"] < 1:
+            return f"{label}'s number field ({record.get('number')!r}) is not a positive number"
+        entry.number = record["number"]
+        if record.get("source") != self.header.get("source"):
+            return f"{label}'s source field ({record.get('source')!r}) is not the header's"
+        entry.created_at = _moment(record.get("created_at"))
+        if entry.created_at is None:
+            return f"{label}'s created_at field ({record.get('created_at')!r}) is not a UTC time"
+        return None
 
     # Second pass.
 
@@ -320,8 +344,13 @@ class _Run:
             computed = None
         if computed != event["hash"]:
             raise _Failed(sequence, f"event #{sequence} was altered: its hash does not recompute")
+        if event["source"] != self.header.get("source"):
+            raise _Failed(
+                sequence, f"event #{sequence} is of source {event['source']!r}, not the header's"
+            )
         while self._entry_at(sequence):
-            self._check_entry(self.entries[self.next_entry], sequence, event["hash"])
+            entry = self.entries[self.next_entry]
+            self._check_entry(entry, sequence, event["hash"], _moment(event["occurred_at"]))
             self.next_entry += 1
         self.events += 1
         self.expected, self.prev_hash = sequence + 1, event["hash"]
@@ -375,9 +404,26 @@ class _Run:
             self.next_entry < len(self.entries) and self.entries[self.next_entry].size == sequence
         )
 
-    def _check_entry(self, entry: _Entry, at: int, root_hash: str | None) -> None:
+    def _check_entry(
+        self,
+        entry: _Entry,
+        at: int,
+        root_hash: str | None,
+        signed_event_at: dt.datetime | None = None,
+    ) -> None:
         if entry.problem:
             raise _Failed(at, entry.problem)
+        previous, self.last_checked = self.last_checked, entry
+        if previous is not None and entry.number != previous.number + 1:
+            raise _Failed(
+                at,
+                f"{entry.label}'s number field ({entry.number}) is not {previous.label}'s + 1 "
+                "(a checkpoint line is missing, unreadable or misnumbered)",
+            )
+        if previous is not None and entry.created_at < previous.created_at - CLOCK_SKEW:
+            raise _Failed(at, f"{entry.label} claims to be created before {previous.label}")
+        if signed_event_at is not None and entry.created_at < signed_event_at - CLOCK_SKEW:
+            raise _Failed(at, f"{entry.label} claims to be created before event #{at} it signs")
         checkpoint = entry.checkpoint
         if self.origin is None:
             self.origin = checkpoint.origin
@@ -411,6 +457,39 @@ class _Run:
                 covered + 1,
                 f"events from #{covered + 1} on are not covered by a signed checkpoint{held}",
             )
+        self._check_header(last)
+
+    def _check_header(self, last: int) -> None:
+        """What the header says is what the file holds and its checkpoints sign."""
+        header = self.header
+        claimed_last = header.get("last_sequence")
+        if claimed_last != last:
+            if _is_count(claimed_last) and claimed_last > last:
+                raise _Failed(
+                    last + 1,
+                    f"the export is truncated: its header claims events up to #{claimed_last}, "
+                    f"the file ends at #{last}",
+                )
+            raise _Failed(last + 1, f"the header's last_sequence ({claimed_last!r}) is not #{last}")
+        if header.get("first_sequence") != self.first:
+            raise _Failed(
+                self.first,
+                f"the header's first_sequence ({header.get('first_sequence')!r}) "
+                f"is not #{self.first}, the first event's",
+            )
+        if header.get("events") != self.events:
+            raise _Failed(
+                last + 1, f"the header's events ({header.get('events')!r}) is not {self.events}"
+            )
+        source = header.get("source")
+        if header.get("origin") != self.origin or not (
+            isinstance(source, str) and self.origin.endswith(f"/{source}")
+        ):
+            raise _Failed(
+                last + 1,
+                f"the header's origin and source ({header.get('origin')!r}, {source!r}) "
+                f"are not the signed origin {self.origin!r}",
+            )
 
 
 def _lines(file: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
@@ -432,7 +511,17 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    # With a key twice, json keeps the last value while a reader (or grep) may go by the first.
+    record = {}
+    for key, value in pairs:
+        if key in record:
+            raise ValueError(f"the key {key!r} appears twice")
+        record[key] = value
+    return record
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 
 
 def _loads(raw: bytes) -> object:
@@ -466,6 +555,17 @@ def _shape_problem(event: dict) -> str | None:
     return None
 
 
+def _moment(value: object) -> dt.datetime | None:
+    """A UTC time as exports write it (2026-06-30T12:00:00.123456Z), or None."""
+    if not isinstance(value, str) or not value.endswith("Z"):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.utcoffset() == dt.timedelta(0) else None
+
+
 def _claimed_size(record: dict) -> int | None:
     sequence = record.get("sequence")
     return sequence if _is_count(sequence) else None
@@ -495,7 +595,10 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         required=True,
         metavar="KEY",
-        help="a verifier key (name+keyid+base64) or @FILE of keys; repeat for rotated keys",
+        help=(
+            "a verifier key (name+keyid+base64, with @SIZE for a retired key: the last "
+            "checkpoint size it signed) or @FILE of keys; repeat for rotated keys"
+        ),
     )
     parser.add_argument("--origin", help="the origin every checkpoint must name")
     args = parser.parse_args(argv)

@@ -8,6 +8,7 @@ reader, a screen reader and a test can each check the drawing against the number
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.utils.html import format_html
@@ -16,6 +17,9 @@ from django.utils.safestring import SafeString, mark_safe
 WIDTH, HEIGHT = 640, 240
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 12, 12, 48
 MAX_MARKS = 60  # more categories than this are not a chart anymore: the table shows them all
+# Larger magnitudes (10^400 from a hostile server, or an infinity) cannot be scaled or shown as
+# figures: such a value is left out of the drawing, and the table beside it still shows it.
+MAX_DRAWN = 1e15
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,16 @@ class Series:
     css_class: str  # a class of admin.css that colours it
     values: tuple[float, ...]
     links: tuple[str, ...] = ()  # one URL per value ("" for none)
+
+
+def drawable(value) -> bool:
+    """A real number no larger than MAX_DRAWN either way."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value)) and abs(value) <= MAX_DRAWN
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 def bar_chart(
@@ -36,7 +50,23 @@ def bar_chart(
 
 
 def stacked_bar_chart(labels: list[str], series: list[Series], *, title: str) -> SafeString:
-    labels = [str(label) for label in labels[:MAX_MARKS]]
+    """Bars of several series stacked; a category with a value that is not `drawable` is left
+    out."""
+    kept = [
+        i
+        for i in range(min(len(labels), MAX_MARKS))
+        if all(i < len(s.values) and drawable(s.values[i]) for s in series)
+    ]
+    labels = [str(labels[i]) for i in kept]
+    series = [
+        Series(
+            s.name,
+            s.css_class,
+            tuple(s.values[i] for i in kept),
+            tuple(s.links[i] if i < len(s.links) else "" for i in kept),
+        )
+        for s in series
+    ]
     count = len(labels)
     if not count or not series:
         return mark_safe("")  # noqa: S308 (a constant)
@@ -77,9 +107,11 @@ def stacked_bar_chart(labels: list[str], series: list[Series], *, title: str) ->
 
 
 def line_chart(labels: list[str], values: list[float], *, title: str) -> SafeString:
-    """A line through one point per label (months, in order)."""
-    labels = [str(label) for label in labels[:MAX_MARKS]]
-    values = list(values[: len(labels)])
+    """A line through one point per label (months, in order); a value that is not `drawable` is
+    left out."""
+    pairs = [(str(label), value) for label, value in zip(labels, values, strict=False)]
+    pairs = [(label, value) for label, value in pairs[:MAX_MARKS] if drawable(value)]
+    labels, values = [label for label, _ in pairs], [value for _, value in pairs]
     if not labels:
         return mark_safe("")  # noqa: S308 (a constant)
     scale = _Scale(min([0.0, *values]), max([0.0, *values]) or 1.0)

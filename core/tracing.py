@@ -84,3 +84,27 @@ def span(name: str, attributes: dict | None = None):
     if request_id:
         attributes.setdefault(REQUEST_ID, request_id)
     return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+def request_span(name: str, attributes: dict | None = None, *, client_traceparent: str = ""):
+    """The span of one request from outside: always the root of a trace of ours, linked to the
+    client's span when it sent a valid W3C `traceparent`. A client may point at our trace from its
+    own; it cannot make our spans part of its trace (nor pick our trace id)."""
+    if _tracer is None:
+        return _NO_SPAN
+    from opentelemetry import context, trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    links = []
+    if client_traceparent:
+        sent = TraceContextTextMapPropagator().extract({"traceparent": client_traceparent})
+        client_span = trace.get_current_span(sent).get_span_context()
+        if client_span.is_valid:
+            links.append(trace.Link(client_span))
+    attributes = dict(attributes or {})
+    request_id = _request_id.get()
+    if request_id:
+        attributes.setdefault(REQUEST_ID, request_id)
+    return _tracer.start_as_current_span(
+        name, context=context.Context(), attributes=attributes, links=links
+    )

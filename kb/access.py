@@ -114,8 +114,13 @@ def stakeholder_access(*, stakeholder: Stakeholder) -> StakeholderAccess:
     )
 
 
-def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisibility:
-    """Whether `stakeholder` can see the customer, contract or payment `record_id`, and why."""
+def record_visibility(
+    *, stakeholder: Stakeholder, record_id: str, name_the_customer: bool = False
+) -> RecordVisibility:
+    """Whether `stakeholder` can see the customer, contract or payment `record_id`, and why.
+
+    The rule is said without the record's contents: which customer a contract or payment belongs
+    to is named only with `name_the_customer`, for a viewer who may read the KB's rows anyway."""
     record_id = record_id.strip().upper()[:32]  # ids are upper case: c0001 means C0001
     entity = _entity_of(record_id)
     if not entity:
@@ -156,15 +161,19 @@ def record_visibility(*, stakeholder: Stakeholder, record_id: str) -> RecordVisi
             False,
             hidden % {"rule": rule, "follows": follows, "record": record_id},
         )
-    row = answer["rows"][0]
-    names = {"customer": row["customer_id"], "planner": stakeholder.pk}
-    if scope is RowScope.OWN:
+    names = {
+        "customer": answer["rows"][0]["customer_id"],
+        "planner": stakeholder.pk,
+        "branch": _branch_name(stakeholder),
+    }
+    if scope is RowScope.OWN and name_the_customer:
         because = gettext("고객 %(customer)s의 담당 설계사가 %(planner)s입니다") % names
+    elif scope is RowScope.OWN:
+        because = gettext("이 기록의 고객은 담당 설계사가 %(planner)s입니다") % names
+    elif scope is RowScope.BRANCH and name_the_customer:
+        because = gettext("고객 %(customer)s이(가) %(branch)s 고객입니다") % names
     elif scope is RowScope.BRANCH:
-        because = gettext("고객 %(customer)s이(가) %(branch)s 고객입니다") % {
-            **names,
-            "branch": _branch_name(stakeholder),
-        }
+        because = gettext("이 기록의 고객이 %(branch)s 고객입니다") % names
     else:
         because = gettext("본사 분석가는 모든 고객을 봅니다")
     visible = gettext("보임: %(because)s.%(follows)s")

@@ -6,7 +6,6 @@ answers refusals itself, so no tool code runs for a request that fails any check
 
 import json
 import logging
-import re
 import time
 from typing import TYPE_CHECKING
 
@@ -16,11 +15,18 @@ from uuid_utils.compat import uuid7
 from audit.models import AuditEvent
 from audit.services import prompt_fingerprint
 from core import tracing
+from core.redaction import redact_secrets
 from mcpserver import metrics
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
 from mcpserver.principals import Authentication, authenticate_token
 from mcpserver.ratelimit import RateLimits
-from mcpserver.records import ACTIONS, RequestRecord
+from mcpserver.records import (
+    ACTIONS,
+    RequestRecord,
+    client_request_id,
+    client_text,
+    secrets_sent,
+)
 from mcpserver.threads import in_db_thread
 from registry.tokens import MalformedToken, bearer_from_header
 
@@ -29,7 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("hyperbook.mcp")
 
-CLIENT_REQUEST_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")  # visible ASCII, as a header carries it
 # No MCP message needs more nesting than this; deeper bodies are refused before anything walks them.
 MAX_JSON_DEPTH = 32
 # JSON-RPC leaves -32000 to -32099 to the server; MCP names none of them for "slow down".
@@ -77,16 +82,19 @@ class McpGate:
 
     async def __call__(self, scope, receive, send):
         headers = request_headers(scope)
-        client_id = headers.get("x-request-id", "")
+        # Whatever the client sends beside its bearer is kept only in a safe shape: never the
+        # bearer itself, nor anything else shaped like a secret.
+        known = secrets_sent(headers.get("authorization"))
+        origin = headers.get("origin")
         record = RequestRecord(
             # Always our own, unique and time-ordered (the audit's request-id index grows at the
             # end); what the client called it is kept beside it and echoed back.
             request_id=uuid7().hex,
-            client_request_id=client_id if CLIENT_REQUEST_ID_RE.match(client_id) else "",
+            client_request_id=client_request_id(headers.get("x-request-id", ""), known=known),
             started=time.perf_counter(),
             client=(scope.get("client") or ("", 0))[0],
-            origin=headers.get("origin"),
-            user_agent=headers.get("user-agent", "")[:256],
+            origin=None if origin is None else client_text(origin, known=known),
+            user_agent=client_text(headers.get("user-agent", ""), known=known),
             http_method=scope["method"],
         )
 
@@ -119,8 +127,12 @@ class McpGate:
 
         tracing.request_started(record.request_id)
         try:
-            with tracing.span("mcp.gate", {"http.method": record.http_method}):
-                await self._handle(scope, receive, send_when_recorded, headers, record)
+            with tracing.request_span(
+                "mcp.gate",
+                {"http.method": _traced_method(record.http_method)},
+                client_traceparent=headers.get("traceparent", ""),
+            ):
+                await self._handle(scope, receive, send_when_recorded, headers, record, known)
         except Exception:
             # A request never crashes the worker or leaks a traceback; the id ties logs together.
             logger.exception("mcp request failed request_id=%s", record.request_id)
@@ -149,7 +161,7 @@ class McpGate:
             return False
         return True
 
-    async def _handle(self, scope, receive, send, headers, record: RequestRecord):
+    async def _handle(self, scope, receive, send, headers, record: RequestRecord, known):
         if not host_allowed(headers.get("host", ""), self.allowed_hosts):
             return await self._refuse(
                 send,
@@ -246,12 +258,13 @@ class McpGate:
                 rpc_error(code, problem),
                 cors,
             )
-        record.rpc_method = message.get("method") if isinstance(message.get("method"), str) else ""
-        record.action = ACTIONS.get(record.rpc_method, AuditEvent.Action.MCP_REQUEST)
+        method = message.get("method") if isinstance(message.get("method"), str) else ""
+        record.action = ACTIONS.get(method, AuditEvent.Action.MCP_REQUEST)
+        record.rpc_method = method if method in ACTIONS else ""
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if record.rpc_method == "tools/call":
+        if method == "tools/call":
             tool = params.get("name")
-            record.tool = tool[:128] if isinstance(tool, str) else ""
+            record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
             if record.tool not in principal.tools:
                 return await self._forbidden(
                     send, record, Reason.TOOL_NOT_DELEGATED, self_url, cors
@@ -283,7 +296,7 @@ class McpGate:
             return await self._refuse_rate(
                 send, record, retry_after, Reason.AUTH_RATE_LIMITED, cors
             )
-        return await self._unauthorized(send, record, reason, resource_url, sent=sent)
+        return await self._unauthorized(send, record, reason, resource_url, cors, sent=sent)
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
         origin = origin.rstrip("/").lower()
@@ -303,7 +316,7 @@ class McpGate:
             send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors
         )
 
-    async def _unauthorized(self, send, record, reason, resource_url, *, sent: bool):
+    async def _unauthorized(self, send, record, reason, resource_url, cors, *, sent: bool):
         record.outcome, record.reason = Outcome.UNAUTHENTICATED, reason
         metadata_url = protected_resource_metadata_url(resource_url)
         challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
@@ -315,7 +328,6 @@ class McpGate:
             "error": "invalid_token" if sent else "unauthorized",
             "error_description": "A valid VPD bearer token is required",
         }
-        cors = _cors_headers(record.origin)
         return await json_reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
 
     async def _forbidden(self, send, record, reason, resource_url, cors):
@@ -441,6 +453,14 @@ def _with_headers(send, extra):
         await send(message)
 
     return wrapped
+
+
+def _traced_method(method: str) -> str:
+    # Any token is a valid HTTP method: one of the client's invention is not kept (OTel's "_OTHER").
+    return method if method in _HTTP_METHODS else "_OTHER"
+
+
+_HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"))
 
 
 def _log(record: RequestRecord) -> None:

@@ -1,16 +1,18 @@
 """What one /mcp request did, as the gate and the tool found it: the source of its log line and
 its audit event."""
 
+import re
 from dataclasses import dataclass, field
 
 from audit.models import AuditEvent
+from core.redaction import looks_like_secret, redact_secrets
 from mcpserver.principals import Principal
 
 Action = AuditEvent.Action
 
 # The JSON-RPC methods this server serves, each recorded as its own action. Any other method a
-# client sends is recorded as MCP_REQUEST (its text stays in rpc_method): a client cannot add
-# actions to the audit log.
+# client sends is recorded as MCP_REQUEST with an empty rpc_method: a client cannot add
+# actions to the audit log, nor keep text of its choosing in it: the method is not recorded.
 ACTIONS = {
     "initialize": Action.MCP_INITIALIZE,
     "ping": Action.MCP_PING,
@@ -48,3 +50,31 @@ class RequestRecord:
     row_count: int | None = None
     masked_columns: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
+
+
+CLIENT_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:~-]{1,64}")  # what request ids are made of
+MAX_CLIENT_TEXT = 256
+_NOT_VISIBLE_ASCII = re.compile(r"[^\x20-\x7e]")
+
+
+def secrets_sent(authorization: str | None) -> tuple[str, ...]:
+    """The pieces of an Authorization header that may be a secret, valid or not: each is redacted
+    wherever the same request repeats it."""
+    pieces = (authorization or "").split()
+    return tuple(piece for piece in pieces if len(piece) >= 8 and piece.lower() != "bearer")
+
+
+def client_request_id(value: str, *, known: tuple[str, ...]) -> str:
+    """The client's X-Request-ID if it looks like an id and not like a secret; else nothing."""
+    if not CLIENT_REQUEST_ID_RE.fullmatch(value):
+        return ""
+    if looks_like_secret(value) or any(secret in value for secret in known):
+        return ""
+    return value
+
+
+def client_text(value: str, *, known: tuple[str, ...], limit: int = MAX_CLIENT_TEXT) -> str:
+    """Free text a client sent in a header (User-Agent, Origin), as it may be kept: visible ASCII,
+    every secret shape and every secret this request sent redacted, at most `limit` long."""
+    visible = _NOT_VISIBLE_ASCII.sub("?", value)
+    return redact_secrets(visible, known=known)[:limit]

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 from mcp import types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
@@ -139,7 +140,7 @@ def build_server() -> Server:
         kb_metrics.answer_counted(answer)
         return tool.answer_result(answer)
 
-    return Server(
+    server = Server(
         "hyperbook-kb",
         version="1.0.0",
         title="hyperbook KB VPD MCP",
@@ -150,6 +151,10 @@ def build_server() -> Server:
             definition.input_schema if name == tool.TOOL_NAME else None
         ),
     )
+    # The SDK's own spans are named after the client's method and tool text, and take their
+    # parent from the client's params._meta; ours (core.tracing) cover the same ground.
+    server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server
 
 
 class McpApplication:

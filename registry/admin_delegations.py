@@ -208,7 +208,11 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                 "delegated": stakeholder_delegated_tools(stakeholder_id=stakeholder.pk),
                 "record_id": record_id,
                 "visibility": (
-                    record_visibility(stakeholder=stakeholder, record_id=record_id)
+                    record_visibility(
+                        stakeholder=stakeholder,
+                        record_id=record_id,
+                        name_the_customer=request.user.has_perm("kb.view_customer"),
+                    )
                     if record_id
                     else None
                 ),

@@ -8,8 +8,9 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from registry.models import ConsoleTurn
 
-# A cell a spreadsheet would read as a formula (CSV injection): an answer may come from any
-# registered server, so such text is written with a leading apostrophe, which shows it as text.
+# A cell a spreadsheet would read as a formula (CSV injection): an answer, its column labels
+# included, may come from any registered server, so such text is written with a leading
+# apostrophe, which shows it as text.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -17,7 +18,7 @@ def answer_csv(rendered: dict) -> str:
     columns = rendered.get("columns") or []
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow([column.get("label") or column.get("name", "") for column in columns])
+    writer.writerow([_cell(column.get("label") or column.get("name", "")) for column in columns])
     for row in rendered.get("rows") or []:
         writer.writerow([_cell(value) for value in row])
     # A byte-order mark, so spreadsheet programs read the Korean as UTF-8.

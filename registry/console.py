@@ -6,6 +6,7 @@ asked and seen (already masked by the server's VPD policy, echoed secrets redact
 token. Every failure, expected or not, ends as a Korean message and an audit event.
 """
 
+import math
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from core.redaction import redact_secrets
 from core.tokens import token_fingerprint
 from registry.answer_chart import chart_hint
 from registry.mcp.errors import to_public_mcp_error
@@ -27,12 +29,7 @@ from registry.services import (
     mcp_exchange_audit,
     mcp_exchange_run,
 )
-from registry.tokens import (
-    MalformedToken,
-    display_prefix,
-    normalize_token,
-    redact_secrets,
-)
+from registry.tokens import MalformedToken, display_prefix, normalize_token
 
 USE_CONSOLE_PERMISSION = "registry.use_console"
 APPROVE_PIN_PERMISSION = "registry.approve_toolpin"
@@ -139,6 +136,7 @@ def rendered_discovery(discovery) -> dict:
 
 def rendered_answer(answer: dict) -> dict:
     """The answer as the console shows it: columns with masked ones marked, rows as cells."""
+    answer = _finite(answer)
     masked = set(answer.get("masked_columns") or [])
     columns = [
         {"name": c.get("name", ""), "label": c.get("label", ""), "masked": c.get("name") in masked}
@@ -159,6 +157,18 @@ def rendered_answer(answer: dict) -> dict:
         "examples": help_.get("examples", []),
         "chart": chart_hint(answer),
     }
+
+
+def _finite(value):
+    """The value with every infinite or NaN number (JSON's 1e400) as None: no JSON column stores
+    one, and a server may send them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleTurn:

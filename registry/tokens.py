@@ -1,4 +1,6 @@
-"""VPD bearer tokens: generation, normalisation, redaction. Raw tokens stay in memory."""
+"""VPD bearer tokens: generation, normalisation, strength. Raw tokens stay in memory.
+
+Redaction of secret-shaped text lives in core.redaction, for every app."""
 
 import math
 import re
@@ -46,47 +48,6 @@ def display_prefix(token: str) -> str:
     if token.startswith(ISSUED_TOKEN_PREFIX):
         return token[: len(ISSUED_TOKEN_PREFIX) + 4]
     return token[:4] if len(token) >= 24 else ""
-
-
-# Secret-shaped text a server might echo back: a bearer header value, or one of our own tokens.
-SECRET_SHAPES = re.compile(
-    r"(?i:\bbearer\s+)[A-Za-z0-9\-._~+/]+=*|\b(?:hbvpd|hbapi)_[A-Za-z0-9\-._~+/]+=*"
-)
-REDACTED = "[redacted]"
-MAX_REDACT_DEPTH = 64
-
-
-class TooDeeplyNested(ValueError):
-    """A value nested deeper than any answer we accept (MAX_REDACT_DEPTH)."""
-
-
-def looks_like_secret(text: str, known: str | None = None) -> bool:
-    return bool((known and known in text) or SECRET_SHAPES.search(text))
-
-
-def redact_secrets(value, *, known: tuple[str, ...] = (), depth: int = 0):
-    """A copy of a JSON value with every known secret and every secret-shaped string replaced.
-
-    A server that echoes the Authorization header it received (in a result, an error, a tool
-    description or its own name) must not get our user's token onto a page, into the database or
-    into the audit log. Values nested deeper than MAX_REDACT_DEPTH are refused, not walked."""
-    if depth > MAX_REDACT_DEPTH:
-        raise TooDeeplyNested("nested too deeply")
-    if isinstance(value, str):
-        for secret in known:
-            if secret:
-                value = value.replace(secret, REDACTED)
-        return SECRET_SHAPES.sub(REDACTED, value)
-    if isinstance(value, dict):
-        return {
-            redact_secrets(k, known=known, depth=depth + 1): redact_secrets(
-                v, known=known, depth=depth + 1
-            )
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact_secrets(v, known=known, depth=depth + 1) for v in value]
-    return value
 
 
 # A token registered from elsewhere must carry at least this much entropy, by the rule below.

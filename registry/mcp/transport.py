@@ -21,6 +21,7 @@ import mcp.types as mcp_types
 from pydantic import ValidationError
 
 from core.outbound import ByteBudget, ResponseTooLarge, outbound_async_client
+from core.redaction import TooDeeplyNested, looks_like_secret, redact_secrets
 from registry.mcp.errors import (
     ConnectionFailed,
     Forbidden,
@@ -37,7 +38,7 @@ from registry.mcp.errors import (
     SessionExpired,
     Unauthorized,
 )
-from registry.tokens import TooDeeplyNested, looks_like_secret, normalize_token, redact_secrets
+from registry.tokens import normalize_token
 
 REQUESTED_PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")

@@ -8,12 +8,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class MemorySink:
-    """Keeps memories by id like the real API (a second delivery is a duplicate).
+    """Keeps memories by id like the real API (a second delivery is a duplicate, and the copy
+    first stored stays).
 
     GET /v1/memories/{id} reads a memory back, as stored (plus `stored_at`).
     `faults` is a list consumed one per POST: "down" (drop the connection), "500", "slow",
     "429", "garbage", "401", "413", "reject_first" (reject the batch's first item), "slow_store"
-    (store, then answer late), or None (ok).
+    (store, then answer late), "echo_400" and "echo_reject" (refuse the batch, or its first item,
+    in words that quote the Authorization header and the bearer in it), or None (ok).
     """
 
     def __init__(self, token: str, slow_seconds: float = 3.0):
@@ -95,25 +97,29 @@ class MemorySink:
                     return self._reply(int(fault), {"error": fault})
                 if fault == "429":
                     return self._reply(429, {"error": "slow down"}, {"Retry-After": "1"})
+                echoed = self.headers.get("Authorization", "")
+                echo = f"refused Authorization: {echoed} (credential {echoed.split()[-1]})"
+                if fault == "echo_400":
+                    return self._reply(400, {"error": "x" * 140 + echo})
                 if fault == "garbage":
                     return self._raw(200, b"<html>not json")
                 memories = json.loads(body)["memories"]
                 results = []
                 for index, memory in enumerate(memories):
-                    if fault == "reject_first" and index == 0:
+                    if fault in ("reject_first", "echo_reject") and index == 0:
                         sink.rejected.add(memory["id"])
-                        results.append(
-                            {"id": memory["id"], "status": "rejected", "error": "content: bad"}
-                        )
+                        error = echo if fault == "echo_reject" else "content: bad"
+                        results.append({"id": memory["id"], "status": "rejected", "error": error})
                         continue
-                    with sink.lock:
+                    with sink.lock:  # like the real API, it keeps the first copy of an id
                         duplicate = memory["id"] in sink.memories
-                        sink.memories[memory["id"]] = memory
+                        sink.memories.setdefault(memory["id"], memory)
                         sink.receipts[memory["id"]] += 1
                     results.append(
                         {"id": memory["id"], "status": "duplicate" if duplicate else "created"}
                     )
-                return self._reply(207 if fault == "reject_first" else 200, {"results": results})
+                partial = fault in ("reject_first", "echo_reject")
+                return self._reply(207 if partial else 200, {"results": results})
 
             def _reply(self, status, payload, headers=None):
                 return self._raw(status, json.dumps(payload).encode(), headers)

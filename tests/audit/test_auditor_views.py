@@ -1,3 +1,4 @@
+import base64
 import re
 from datetime import timedelta
 
@@ -200,3 +201,36 @@ def test_the_action_and_outcome_filters_offer_every_action_the_code_records(clie
     page = client.get("/admin/audit/auditevent/").content.decode()
     assert "?outcome__exact=summary" in page  # a choice of the outcome filter
     assert "?action=registry.tool_quarantined" in page and "?action=mcp.preflight" in page
+
+
+def cursor(query: str) -> str:
+    return base64.b64encode(query.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/audit-events/", {"cursor": cursor("p=abc")}),
+        ("/api/audit-events/", {"cursor": cursor("p=%00")}),
+        ("/api/audit-events/", {"cursor": cursor("p=99999999999999999999")}),
+        ("/api/audit-events/", {"cursor": "not base64 at all"}),
+        ("/api/audit-checkpoints/", {"cursor": cursor("p=abc")}),
+        ("/api/audit-events/", {"source": "hyper\x00book"}),
+        ("/api/audit-checkpoints/latest/", {"source": "hyper\x00book"}),
+        ("/admin/audit/auditevent/", {"source": "\x00"}),
+        ("/api/audit-events/", {"occurred_after": "0001-01-01T00:00:00+14:00"}),
+        ("/api/audit-events/", {"occurred_before": "9999-12-31T23:59:59-14:00"}),
+    ],
+)
+def test_a_crafted_query_is_the_clients_mistake_not_a_server_error(
+    client, auditor, some_events, path, params
+):
+    client.raise_request_exception = False
+    client.force_login(auditor)
+    assert client.get(path, params).status_code == 400
+
+
+def test_a_cursor_the_api_handed_out_still_pages(client, auditor, some_events):
+    client.force_login(auditor)
+    page = client.get("/api/audit-events/", {"page_size": 1}).json()
+    assert client.get(page["next"]).status_code == 200

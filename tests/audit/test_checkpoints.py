@@ -5,6 +5,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -18,6 +19,7 @@ from audit.checkpoints import (
     current_signer,
 )
 from audit.delivery import deliver_pending
+from audit.memory_api import memory_for_checkpoint
 from audit.models import AuditCheckpoint, AuditEvent, ChainHead, CheckpointDelivery, SigningKey
 from audit.reconciliation import reconcile_with_memory_api
 from audit.services import audit_events_append
@@ -145,6 +147,78 @@ def test_a_rotated_key_stays_trusted_when_listed(every_100, settings):
     assert out.getvalue().split() == [v.text() for v in configured_verifiers()]
 
 
+def rotate(settings) -> tuple[str, str, Signer]:
+    """Checkpoint 1 (#2) by the old key, 2 (#102) by the new one, the old one still trusted.
+    Returns (the old signer key, its verifier key, the new signer)."""
+    append(2)
+    checkpoint_create_if_due()
+    old_signer, old = settings.AUDIT_SIGNING_KEY, current_signer().verifier.text()
+    new = Signer.generate("test.hyperbook.invalid/audit")
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_VERIFIER_KEYS = new.text(), [old]
+    append(100)
+    checkpoint_create_if_due()
+    return old_signer, old, new
+
+
+def signed_again_by_the_old_key(settings, old_signer: str, new: Signer) -> int:
+    """The old key's private half (a host left on it, or a copy someone kept) signs the next
+    checkpoint; then the deployment is as it was. Returns the size it signed."""
+    trusted = settings.AUDIT_VERIFIER_KEYS
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_VERIFIER_KEYS = old_signer, [new.verifier.text()]
+    append(100)
+    size = checkpoint_create_if_due().sequence
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_VERIFIER_KEYS = new.text(), trusted
+    return size
+
+
+@pytest.mark.django_db
+def test_a_key_retired_in_the_admin_signs_nothing_beyond_its_last_checkpoint(every_100, client):
+    old_signer, old, new = rotate(every_100)
+    root = User.objects.create_superuser("root", password="pw-for-tests-only")
+    client.force_login(root)
+    key = SigningKey.objects.get(verifier_key=old)
+    response = client.post(f"/admin/audit/auditcheckpoint/keys/{key.pk}/retire/")
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.retired_at is not None and key.last_size == 2
+    event = AuditEvent.objects.get(action="audit.signing_key_retired")
+    assert (event.actor, event.changes["after"]) == ("root", {"retired": True, "last_size": 2})
+    assert verify_chain().ok
+    size = signed_again_by_the_old_key(every_100, old_signer, new)
+    report = verify_chain()
+    assert not report.ok and report.first_bad_sequence == size
+    assert "retired after #2" in report.message
+    page = client.get("/admin/audit/auditcheckpoint/").content.decode()
+    assert f"{old}@2" in page  # what to give `python -m audit.verify` for it
+    out = io.StringIO()
+    call_command("audit_verifier_key", "--all", stdout=out)
+    assert f"{old}@2" in out.getvalue().split()
+
+
+@pytest.mark.django_db
+def test_a_key_listed_with_its_last_size_signs_nothing_beyond_it(every_100):
+    old_signer, old, new = rotate(every_100)
+    size = signed_again_by_the_old_key(every_100, old_signer, new)
+    assert verify_chain().ok  # listed without a range, the old key signs for any sequence
+    every_100.AUDIT_VERIFIER_KEYS = [f"{old}@2"]
+    report = verify_chain()
+    assert not report.ok and report.first_bad_sequence == size
+    assert "retired after #2" in report.message
+
+
+@pytest.mark.django_db
+def test_only_a_superuser_retires_a_key_and_never_the_current_one(every_100, client, auditor):
+    append(2)
+    checkpoint_create_if_due()
+    current = SigningKey.objects.get()
+    client.force_login(auditor)
+    assert client.post(f"/admin/audit/auditcheckpoint/keys/{current.pk}/retire/").status_code == 403
+    client.force_login(User.objects.create_superuser("root", password="pw-for-tests-only"))
+    client.post(f"/admin/audit/auditcheckpoint/keys/{current.pk}/retire/")
+    current.refresh_from_db()
+    assert current.retired_at is None and current.last_size is None
+
+
 @pytest.mark.django_db
 def test_a_tail_deleted_with_its_checkpoints_is_found_only_against_the_anchor(every_100):
     with MemorySink(SERVICE_TOKEN) as sink:
@@ -239,6 +313,45 @@ def test_checkpoints_are_delivered_as_their_own_kind(every_100, settings):
         assert memory["content"]["note"] == checkpoint.note
         assert CheckpointDelivery.objects.get().state == "delivered"
         assert deliver_pending().checkpoints_delivered == 0  # once
+
+
+@pytest.mark.django_db
+def test_a_duplicate_answer_is_delivered_only_when_the_copy_held_is_ours(every_100, settings):
+    with MemorySink(SERVICE_TOKEN) as sink:
+        settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN = sink.url, SERVICE_TOKEN
+        append(4)
+        checkpoint = checkpoint_create_if_due()
+        sink.memories[str(checkpoint.id)] = memory_for_checkpoint(checkpoint)  # sent before
+        assert deliver_pending().checkpoints_delivered == 1
+        assert sink.reads == [str(checkpoint.id)]  # compared, not taken on trust
+        assert CheckpointDelivery.objects.get().state == "delivered"
+
+
+@pytest.mark.django_db
+def test_a_copy_re_signed_by_someone_else_raises_an_alarm_never_delivered(
+    every_100, settings, client, auditor
+):
+    with MemorySink(SERVICE_TOKEN) as sink:
+        settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN = sink.url, SERVICE_TOKEN
+        append(4)
+        checkpoint = checkpoint_create_if_due()
+        forger = Signer.generate("test.hyperbook.invalid/audit")
+        forged = memory_for_checkpoint(checkpoint)
+        forged["content"]["note"] = forger.sign(
+            Checkpoint(checkpoint.origin, checkpoint.sequence, checkpoint.hash).body()
+        )
+        sink.memories[str(checkpoint.id)] = forged
+        report = deliver_pending()
+        assert (report.delivered, report.checkpoints_delivered) == (4, 0)
+        assert deliver_pending().checkpoints_delivered == 0  # the next sweep does not take it
+    delivery = CheckpointDelivery.objects.get()
+    assert delivery.state == "rejected" and "different copy" in delivery.last_error
+    health = client.get("/healthz").json()
+    assert "checkpoint_conflict" in health["degraded"]
+    assert health["delivery"]["checkpoint_conflicts"] == 1
+    client.force_login(auditor)
+    page = client.get("/admin/audit/auditevent/").content.decode()
+    assert f"checkpoint {checkpoint.number} (hyperbook, #4)" in page
 
 
 def _chain_with_anchored_checkpoints(settings, sink: MemorySink) -> None:

@@ -91,6 +91,18 @@ def test_a_rejected_item_is_kept_and_flagged_and_the_rest_delivered(sink):
     assert AuditEvent.objects.filter(pk=created[0].pk).exists()
 
 
+@pytest.mark.parametrize("fault", ["echo_400", "echo_reject"])
+def test_a_refusal_that_echoes_our_bearer_is_kept_without_it(sink, fault):
+    created = events(2)
+    sink.faults = [fault]
+    deliver_pending()
+    rejected = Delivery.objects.get(event_id=created[0].id)
+    assert rejected.state == "rejected" and "refused Authorization" in rejected.last_error
+    kept = " ".join(Delivery.objects.values_list("last_error", flat=True))
+    assert "[redacted]" in kept
+    assert SERVICE_TOKEN[:12] not in kept  # not even the piece a cut at the length limit leaves
+
+
 @pytest.mark.parametrize("fault", ["500", "down", "garbage", "slow"])
 def test_a_transient_failure_is_retried_after_the_sinks_short_backoff(sink, fault):
     events(3)

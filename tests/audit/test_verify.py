@@ -72,7 +72,7 @@ def checkpoint_line(number: int, event: dict, signer: Signer, origin: str = ORIG
         "sequence": checkpoint.size,
         "hash": checkpoint.root_hash,
         "key_id": f"{signer.key_id:08x}",
-        "created_at": "2026-07-01T00:00:00Z",
+        "created_at": event["occurred_at"],  # signed as the event it covers was written
         "note": sign_checkpoint(signer, checkpoint),
     }
 
@@ -419,6 +419,90 @@ def test_an_export_starting_after_a_checkpoint_it_does_not_link_to_is_caught(exp
     assert_fails(verify(export(checkpoints)), 301, "does not link to checkpoint 3")
 
 
+# What a reader would misread: a key twice, unsigned fields that disagree, a header claiming more.
+
+
+def with_a_key_twice(path: Path, line_number: int, key: str, first_value) -> Path:
+    """The file with line `line_number` (1-based) given `key` a second time, before the real one:
+    JSON keeps the last value, which the hash covers; grep and a reader see the first."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[line_number - 1] = (
+        "{" + f"{json.dumps(key)}: {json.dumps(first_value)}, " + (lines[line_number - 1][1:])
+    )
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("line_number", "key", "value", "sequence"),
+    [
+        (1 + 470, "outcome", "forbidden", 470),  # an event
+        (1 + 1000 + 10, "sequence", 1010, 1001),  # a checkpoint line
+        (1, "last_sequence", 2000, 1),  # the header
+    ],
+    ids=["event", "checkpoint", "header"],
+)
+def test_a_line_with_a_key_twice_is_refused(export, line_number, key, value, sequence):
+    path = with_a_key_twice(export(), line_number, key, value)
+    if line_number == 1:
+        with pytest.raises(audit.verify.Unverifiable, match="first line is not the header"):
+            verify(path)
+        return
+    assert_fails(verify(path), sequence, f"the key {key!r} appears twice")
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "sequence", "words"),
+    [
+        (2, {"number": 9}, 300, "number field (9) is not checkpoint 2's + 1"),
+        (2, {"key_id": "0badc0de"}, 300, "key_id field ('0badc0de') is not a key"),
+        (2, {"source": "elsewhere"}, 300, "source field ('elsewhere') is not the header's"),
+        (2, {"created_at": "yesterday"}, 300, "created_at field ('yesterday')"),
+        (2, {"created_at": "2026-06-30T11:00:00.000000Z"}, 300, "created before checkpoint 2"),
+        (0, {"created_at": "2026-06-30T11:00:00.000000Z"}, 100, "created before event #100"),
+    ],
+    ids=["number", "key id", "source", "time not a time", "time going back", "before its event"],
+)
+def test_a_checkpoint_lines_unsigned_fields_must_agree(export, index, change, sequence, words):
+    checkpoints = [dict(c) for c in export.checkpoints]
+    checkpoints[index].update(change)
+    assert_fails(verify(export(checkpoints)), sequence, words)
+
+
+def test_a_dropped_checkpoint_line_leaves_a_gap_in_the_numbers(export):
+    checkpoints = [c for c in export.checkpoints if c["number"] != 3]
+    assert_fails(verify(export(checkpoints)), 400, "checkpoint 4", "is not checkpoint 2's + 1")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "sequence", "words"),
+    [
+        ("first_sequence", 2, 1, "first_sequence (2) is not #1"),
+        ("events", 999, 1001, "events (999) is not 1000"),
+        ("source", "elsewhere", 1, "event #1 is of source 'hyperbook', not the header's"),
+        ("origin", "example.org/audit/other", 1001, "are not the signed origin"),
+    ],
+)
+def test_the_headers_source_origin_range_and_count_must_agree(
+    export, field, value, sequence, words
+):
+    path = export()
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header[field] = value
+    lines[0] = json.dumps(header) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert_fails(verify(path, origin=ORIGIN), sequence, words)
+
+
+def test_a_tail_cut_with_its_checkpoints_fails_when_the_header_claims_more(export, events):
+    checkpoints = export.checkpoints[:5]
+    del events[500:]
+    assert_fails(
+        verify(export(checkpoints)), 501, "truncated", "claims events up to #1000", "ends at #500"
+    )
+
+
 # Key rotation.
 
 
@@ -443,6 +527,26 @@ def test_with_only_the_old_key_the_first_checkpoint_of_the_new_one_fails(export,
 def test_with_only_the_new_key_the_first_checkpoint_of_the_old_one_fails(export, events):
     path, key_a, key_b = rotated(export, events)
     assert_fails(verify(path, key_b), 100, "checkpoint 1", "unknown key", f"{key_a.key_id:08x}")
+
+
+def test_a_retired_key_verifies_up_to_its_last_size(export, events):
+    path, key_a, key_b = rotated(export, events)
+    retired_a = f"{key_a.verifier.text()}@500"
+    report = verify_export(path, load_verifiers([retired_a, key_b.verifier.text()]))
+    assert report.ok, report.message
+
+
+def test_a_retired_key_that_signs_beyond_its_last_size_is_refused(export, events):
+    """Whoever kept the old key's private half re-signs the later checkpoints with it."""
+    path = export(checkpoints_for(events, signer=lambda k: KEY))
+    retired = load_verifiers([f"{KEY.verifier.text()}@500"])
+    assert retired[0].last_size == 500
+    assert_fails(verify_export(path, retired), 600, "checkpoint 6", "retired after #500")
+
+
+def test_a_retired_keys_size_is_decimal(capsys):
+    with pytest.raises(audit.verify.Unverifiable, match="is not a checkpoint size"):
+        load_verifiers([f"{KEY.verifier.text()}@5x"])
 
 
 def test_keys_can_come_from_a_file_with_comments(export, events, tmp_path, capsys):

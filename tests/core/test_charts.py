@@ -58,3 +58,14 @@ def test_labels_are_escaped_and_the_count_is_capped():
 def test_negative_and_fractional_values_are_drawn_from_zero():
     drawn = bars(bar_chart(["a", "b"], [-2.5, 5], title="t"))
     assert [(v, h > 0) for _, v, h in drawn] == [(-2.5, True), (5.0, True)]
+
+
+def test_values_too_large_or_not_finite_are_left_out_not_drawn():
+    hostile = [10**400, -(10**400), float("inf"), float("nan"), 2e15, 7]
+    labels = [f"L{n}" for n in range(len(hostile))]
+    assert [(label, value) for label, value, _ in bars(bar_chart(labels, hostile, title="t"))] == [
+        ("L5", 7)
+    ]
+    line = str(line_chart(labels, hostile, title="t"))
+    assert re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', line) == [("L5", "7")]
+    assert str(bar_chart(labels[:5], hostile[:5], title="t")) == ""

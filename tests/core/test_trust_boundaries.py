@@ -188,3 +188,21 @@ def test_an_admin_session_ends_after_the_idle_timeout(client, settings):
     session.set_expiry(-1)  # as if 30 idle minutes had passed
     session.save()
     assert client.get("/admin/").status_code == 302  # back to the login page
+
+
+def test_a_superuser_setting_another_users_password_is_audited_without_it(client):
+    client.force_login(User.objects.create_superuser("root", password="x-for-tests"))
+    planner = User.objects.create_user("planner", password="old-pw-for-tests", is_staff=True)
+    new_password = "N3w-Passw0rd-Canary-7731"
+    response = client.post(
+        f"/admin/auth/user/{planner.pk}/password/",
+        {"password1": new_password, "password2": new_password, "usable_password": "true"},
+    )
+    assert response.status_code == 302
+    planner.refresh_from_db()
+    assert planner.check_password(new_password)
+    event = AuditEvent.objects.get(action="auth.user_password_set")
+    assert (event.actor, event.target) == ("root", "user:planner")
+    assert event.changes["after"] == {"usable_password": True}
+    stored = repr(list(AuditEvent.objects.values()))
+    assert new_password not in stored and planner.password not in stored

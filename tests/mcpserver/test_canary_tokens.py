@@ -1,11 +1,15 @@
 """Distinctive tokens through every path; then no trace of them anywhere we keep or send data."""
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
+from audit.export import export_jsonl, provable_range, requested_range
+from audit.memory_api import memory_for
+from audit.models import AuditEvent
 from kb.models import Stakeholder
 from registry.services import delegation_register
 from tests.live import free_port, live_server
@@ -17,6 +21,7 @@ CANARY_OK = "CANARYok7Q2mZx9LwP4vRt8YbN3cKd6Hf1Js"
 CANARY_SUSPENDED = "CANARYsusp5Ww2Xq8Lm3Pz7Nv4Rk9Tb6Yc1Hd"
 CANARY_FORGED = "CANARYforged8Gh3Jk6Lp2Qs5Vx9Zb4Nm7Wc1Rt"
 CANARIES = (CANARY_OK, CANARY_SUSPENDED, CANARY_FORGED)
+CANARY_CLIENT = "CANARYclient3Rb8Nw5Kx2Lq7Zv4Mh9Pd6Jt1Fs"
 
 
 def database_text() -> str:
@@ -104,3 +109,56 @@ def test_canary_tokens_leave_no_trace(canary_server, django_db_blocker, tmp_path
         assert canary not in log
         assert canary not in stored
     assert "Traceback" not in bodies
+
+
+@pytest.fixture
+def client_text_server(world, tmp_path, django_db_blocker):
+    with django_db_blocker.unblock():
+        delegation_register(
+            raw_token=CANARY_CLIENT,
+            stakeholder=Stakeholder.objects.get(stakeholder_id="KB-P-001"),
+            agent_name="canary",
+            expires_at=timezone.now() + timedelta(days=1),
+        )
+    log = tmp_path / "server.log"
+    with live_server(log, {"MCP_RATE_LIMIT": "1000/minute"}) as url:
+        yield Server(url=url, log=log)
+
+
+def test_client_text_beside_the_bearer_leaves_no_canary(
+    client_text_server, world, django_db_blocker
+):
+    """The method, X-Request-ID, User-Agent and Origin are the client's own text: a token put in
+    any of them (its own bearer, or any token of ours) is not kept, logged, exported or sent."""
+    server = client_text_server
+    other_user = world.tokens["KB-P-002"]  # an issued token: the secret shape, whoever owns it
+    headers = {
+        "X-Request-ID": CANARY_CLIENT,
+        "User-Agent": f"agent/1.0 (Bearer {CANARY_CLIENT}) {other_user}",
+    }
+    responses = [
+        server.post(rpc(f"x/{CANARY_CLIENT}"), CANARY_CLIENT, headers=headers),
+        server.post(rpc(CANARY_CLIENT), CANARY_CLIENT, headers={"X-Request-ID": other_user}),
+        server.post(rpc("tools/list"), CANARY_FORGED, headers={"X-Request-ID": CANARY_FORGED}),
+        server.post(
+            rpc("tools/list"),
+            CANARY_CLIENT,
+            headers={**headers, "Origin": f"http://{CANARY_CLIENT}.example"},
+        ),
+    ]
+    assert [r.status_code for r in responses] == [200, 200, 401, 403]
+    with django_db_blocker.unblock():
+        connection.close()  # read the server's commits with a fresh connection
+        events = list(AuditEvent.objects.filter(request_id__in=[
+            r.headers["x-request-id"] for r in responses
+        ]))  # fmt: skip
+        assert len(events) == 4
+        assert {(e.action, e.rpc_method) for e in events} == {("mcp.request", "")}
+        assert {e.client_request_id for e in events} == {None}
+        exported = StringIO()
+        export_jsonl(exported, provable_range(requested_range()))
+        sent = repr([memory_for(e) for e in events])
+        stored = database_text()
+    kept = "\n".join((stored, exported.getvalue(), sent, server.log.read_text(encoding="utf-8")))
+    for canary in (CANARY_CLIENT, CANARY_FORGED, other_user):
+        assert canary not in kept

@@ -198,6 +198,60 @@ def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(wo
         assert secret not in exported
 
 
+def test_a_clients_traceparent_is_a_link_never_a_parent_and_its_words_are_no_span_names(
+    world, tmp_path
+):
+    _Collector.received = []
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    client_trace, client_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    canary = "CANARYspan9Qx4Lm2Rv7Tz"
+    token = world.tokens["KB-P-001"]
+    try:
+        with live_server(tmp_path / "server.log", env) as url:
+            server = Server(url=url, log=tmp_path / "server.log")
+            traced = server.post(
+                rpc("tools/list"), token, {"traceparent": f"00-{client_trace}-{client_span}-01"}
+            )
+            meta = {"_meta": {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}}
+            server.post(rpc("tools/list", meta), token)  # nor through the message's _meta
+            server.post(rpc(f"x/{canary}"), token)
+            server.post(rpc(canary), token)
+            httpx.request(canary.upper(), server.mcp, timeout=10)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                gates = [s for s in spans_of(_Collector.received) if s.name == "mcp.gate"]
+                if len(gates) >= 5:
+                    break
+                time.sleep(0.2)
+    finally:
+        collector.shutdown()
+    spans = spans_of(_Collector.received)
+    assert {span.name for span in spans} <= {
+        "mcp.gate",
+        "kb.tool",
+        "kb.execute_plan",
+        "audit.append",
+    }
+    (gate,) = [
+        s
+        for s in spans
+        if s.name == "mcp.gate"
+        and attributes(s)["hyperbook.request_id"] == traced.headers["x-request-id"]
+    ]
+    assert gate.parent_span_id == b"" and gate.trace_id.hex() != client_trace  # our own trace
+    assert {s.trace_id.hex() for s in spans}.isdisjoint({client_trace, "ab" * 16})
+    assert [(link.trace_id.hex(), link.span_id.hex()) for link in gate.links] == [
+        (client_trace, client_span)
+    ]
+    exported = b"".join(_Collector.received)
+    assert canary.encode() not in exported and canary.upper().encode() not in exported
+
+
 def test_a_count_that_cannot_be_kept_never_costs_an_answer(monkeypatch):
     """The gate answers and records the request even when the metrics store fails."""
     import asyncio

