@@ -245,23 +245,32 @@ def compose(q: Question, scope: str) -> ParseResult:
     entity, about = entity_stage(q)
     if related is not None:
         entity = related.head
-    fragments: list[Fragment] = [about, scope_stage(q, WIDENING_NOTE.format(scope=scope))]
+    fragments: list[Fragment] = []
+    used: set[int] = set()  # every token a fragment so far used, or read and could not use
 
-    def taken() -> frozenset[int]:
-        return frozenset().union(*(f.consumed | f.unusable for f in fragments))
+    def add(fragment: Fragment) -> Fragment:
+        fragments.append(fragment)
+        used.update(fragment.consumed)
+        used.update(fragment.unusable)
+        return fragment
 
-    fragments.append(birth_stage(q, entity))
-    fragments.append(personal_text_stage(q, entity, taken()))
+    def taken() -> set[int]:
+        return used  # read by the stages, changed only by add()
+
+    add(about)
+    add(scope_stage(q, WIDENING_NOTE.format(scope=scope)))
+    add(birth_stage(q, entity))
+    add(personal_text_stage(q, entity, taken()))
     # Whether 만기 means an end date ahead is read from the period before it is used up.
-    before_period = taken()
+    before_period = frozenset(used)
     period = period_stage(q, entity, before_period)
-    fragments.append(period.fragment)
-    fragments.append(identity_stage(q, entity, taken()))
-    fragments.append(values_stage(q, entity))
-    fragments.append(other_stage(q, entity))
-    fragments.append(status_stage(q, entity, before_period))
-    fragments.append(age_stage(q, entity, taken()))
-    fragments.append(amount_stage(q, entity, taken()))
+    add(period.fragment)
+    add(identity_stage(q, entity, taken()))
+    add(values_stage(q, entity))
+    add(other_stage(q, entity))
+    add(status_stage(q, entity, before_period))
+    add(age_stage(q, entity, taken()))
+    add(amount_stage(q, entity, taken()))
     filters = [x for fragment in fragments for x in fragment.filters]
     shape = shape_stage(q, entity, filters, period.applied, before_period)
     fragments.append(shape.fragment)

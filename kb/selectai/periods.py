@@ -14,7 +14,7 @@ _MONTH_NAMES = {name: i for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september",
      "october", "november", "december"], start=1)}  # fmt: skip
 _MONTH_ABBREVIATIONS = {name[:3]: i for name, i in _MONTH_NAMES.items() if name != "may"}
-_TIME_UNITS = {"months", "years", "weeks", "days", "month", "year", "quarter"}
+TIME_UNITS = frozenset({"months", "years", "weeks", "days", "month", "year", "quarter"})
 _RELATIVE_YEARS = {"this_year": 0, "last_year": -1, "year_before_last": -2, "next_year": 1}
 
 
@@ -90,7 +90,7 @@ class PeriodResolver:
 
     def numbers(self) -> list[NumberMention]:
         """Numbers that measure time: "3개월", "5월", "2026년", "2주", "1분기"."""
-        return [n for n in self.free_numbers if n.unit in _TIME_UNITS]
+        return [n for n in self.free_numbers if n.unit in TIME_UNITS]
 
     def consumed(self) -> set[int]:
         """The tokens the resolved period is read from: its dates, time numbers and words."""

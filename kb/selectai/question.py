@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from .lexicon import Match, Token
 from .periods import PeriodResolver
@@ -20,6 +19,22 @@ from .vocabulary import Vocabulary
 THRESHOLDS = ("gte", "gt", "lte", "lt")
 RANKABLE_DIMS = frozenset({"planner", "branch", "product", "category", "grade"})
 DEFAULT_TOP_N = 10
+
+
+class reading:  # noqa: N801 (used like functools.cached_property)
+    """A reading of the question, worked out on first use and kept: functools.cached_property
+    without its lock, which costs more than most readings (one question is read by one thread)."""
+
+    def __init__(self, method):
+        self.method = method
+        self.name = method.__name__
+        self.__doc__ = method.__doc__
+
+    def __get__(self, question, owner=None):
+        if question is None:
+            return self
+        value = question.__dict__[self.name] = self.method(question)
+        return value
 
 
 def span(m: Match | NumberMention) -> set[int]:
@@ -56,6 +71,7 @@ class Question:
     tokens: list[Token] = field(default_factory=list)
     f: Features = field(default_factory=Features)
     analysed: bool = False
+    expire_modes: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not self.analysed:
@@ -86,7 +102,7 @@ class Question:
             corrected=list(f.corrected),
             recognised=set(f.recognised),
         )
-        return dataclasses.replace(self, f=part)
+        return dataclasses.replace(self, f=part, expire_modes={})
 
     def periods(self, taken: frozenset[int] = frozenset()) -> PeriodResolver:
         return PeriodResolver(self.f, self.tokens, self.as_of, taken)
@@ -109,28 +125,28 @@ class Question:
 
     # -- readings ----------------------------------------------------------------------------
 
-    @cached_property
+    @reading
     def agg_fns(self) -> list[str]:
         aggs = self.f.values("agg")
         if self.f.has("how_much") and not aggs and not self.f.has("extreme"):
             aggs = ["sum"]
         return aggs
 
-    @cached_property
+    @reading
     def count_numbers(self) -> list[NumberMention]:
         """'5명', '10건', 'top 5 customers' -- not thresholds such as '3건 이상'."""
         return [n for n in self.f.numbers if n.unit == "count" and n.modifier not in THRESHOLDS]
 
-    @cached_property
+    @reading
     def count_thresholds(self) -> list[NumberMention]:
         return [n for n in self.f.numbers if n.unit == "count" and n.modifier in THRESHOLDS]
 
-    @cached_property
+    @reading
     def grouped_dims(self) -> list[str]:
         """Dimensions written as "X별", "by X", "X마다" (or 매월), in prompt order."""
         return list(dict.fromkeys(dim for dim, _ in self.grouping_matches))
 
-    @cached_property
+    @reading
     def grouping_matches(self) -> list[tuple[str, Match]]:
         group_marks = [m for _, m in self.f.kinds("group")]
         found: list[tuple[str, Match]] = []
@@ -152,7 +168,7 @@ class Question:
                 found.append((dim, m))
         return found
 
-    @cached_property
+    @reading
     def unit_candidates(self) -> list[tuple[int, str]]:
         """Things a ranking can rank, by position: customers, contracts, planners, branches..."""
         f = self.f
@@ -170,7 +186,7 @@ class Question:
                     out.append((m.first, value))
         return out
 
-    @cached_property
+    @reading
     def rank(self) -> Rank | None:
         f = self.f
         ranks, sorts, extremes = f.kinds("rank"), f.kinds("sort"), f.kinds("extreme")
@@ -218,7 +234,7 @@ class Question:
             n = 1 if (f.has("most") or extremes) else min(DEFAULT_TOP_N, self.limit)
         return Rank(direction, max(1, n), anchor, by_count, threshold, frozenset(consumed))
 
-    @cached_property
+    @reading
     def rank_unit(self) -> str | None:
         """The ranked thing: the first candidate after the rank word ("많은 설계사"), else the
         nearest before it ("customers with the highest ..."), else what the counter implies."""
@@ -239,7 +255,7 @@ class Question:
         counters = {n.counter for n in self.count_numbers}
         return "branch" if "곳" in counters else "customer"
 
-    @cached_property
+    @reading
     def negations(self) -> Negations:
         """Which value phrases the exclusion words point at, and which point at nothing.
 
@@ -299,7 +315,7 @@ class Question:
         words = between.replace(",", " ").replace("/", " ").split()
         return all(w.lower() in LIST_JOINERS for w in words) and first - last <= 3
 
-    @cached_property
+    @reading
     def money_numbers(self) -> list[NumberMention]:
         """Amounts: "10만원", "50,000 won", and bare numbers from 1,000 up that are compared or
         sit beside a money word ("가입금액 5천만~1억")."""
@@ -314,7 +330,7 @@ class Question:
                                         or (money_named and not 1900 <= n.value <= 2999)))
         ]  # fmt: skip
 
-    @cached_property
+    @reading
     def monthly_amount(self) -> Match | None:
         """ "매달 20만원 넘게", "월 10만원 이상": the monthly premium, not payments by month."""
         for m in self.f.matches:
@@ -324,7 +340,7 @@ class Question:
                 return m
         return None
 
-    @cached_property
+    @reading
     def customer_joined(self) -> bool:
         """'가입한 고객': the joining word describes the customer, not the contract."""
         customers = [m for v, m in self.f.kinds("noun") if v == "customer"]
@@ -335,6 +351,12 @@ class Question:
         )
 
     def expire_mode(self, taken: frozenset[int]) -> str | None:
+        # Asked by several stages with the same tokens taken: worked out once for those.
+        if taken not in self.expire_modes:
+            self.expire_modes[taken] = self._expire_mode(taken)
+        return self.expire_modes[taken]
+
+    def _expire_mode(self, taken: frozenset[int]) -> str | None:
         """'expiring' (end_date ahead), 'status' (status 만기), 'end_date' (a period on the
         end date column, whatever the status), or None without 만기."""
         f = self.f

@@ -93,29 +93,38 @@ class Features:
     corrected: list[tuple[str, str]] = field(default_factory=list)  # (as written, read as)
     recognised: set[int] = field(default_factory=set)  # token indices something above used
     _by_kind: dict | None = field(default=None, repr=False)
+    _pairs: frozenset = field(default=frozenset(), repr=False)
     _values: dict = field(default_factory=dict, repr=False)
 
-    def kinds(self, kind: str) -> list[tuple[object, Match]]:
-        # The builder asks dozens of times per prompt; matches are final once recognised, so
+    def _index(self) -> dict:
+        # The reader asks dozens of times per prompt; matches are final once recognised, so
         # they are indexed by kind on the first question.
-        if self._by_kind is None:
-            by_kind: dict[str, list[tuple[object, Match]]] = {}
-            for m in self.matches:
-                for k, value in m.payloads:
-                    by_kind.setdefault(k, []).append((value, m))
-            self._by_kind = by_kind
-        return self._by_kind.get(kind, [])
+        by_kind: dict[str, list[tuple[object, Match]]] = {}
+        for m in self.matches:
+            for k, value in m.payloads:
+                by_kind.setdefault(k, []).append((value, m))
+        self._by_kind = by_kind
+        self._pairs = frozenset((k, v) for m in self.matches for k, v in m.payloads)
+        return by_kind
 
-    def values(self, kind: str) -> list:
+    def kinds(self, kind: str) -> list[tuple[object, Match]]:
+        """(value, match) of every match of `kind`; the caller must not change the list."""
+        return (self._by_kind or self._index()).get(kind, _NONE)
+
+    def values(self, kind: str) -> tuple:
         values = self._values.get(kind)
         if values is None:
-            values = self._values[kind] = list(dict.fromkeys(v for v, _ in self.kinds(kind)))
-        return list(values)
+            values = self._values[kind] = tuple(dict.fromkeys(v for v, _ in self.kinds(kind)))
+        return values
 
     def has(self, kind: str, value: object = None) -> bool:
+        by_kind = self._by_kind or self._index()
         if value is None:
-            return bool(self.kinds(kind))
-        return any(v == value for v, _ in self.kinds(kind))
+            return kind in by_kind
+        return (kind, value) in self._pairs
+
+
+_NONE: list = []
 
 
 # ---------------------------------------------------------------------------------------------

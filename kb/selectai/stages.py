@@ -16,6 +16,7 @@ from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
+from .periods import TIME_UNITS
 from .question import FILTER_KINDS, THRESHOLDS, Question, span
 from .recognise import SURNAMES, NumberMention
 from .wording import AGG_LABELS, DIM_LABELS, MEASURE_LABELS, OP_LABELS, agg_label
@@ -51,7 +52,7 @@ _RANGE_WORDS = re.compile(r"부터|까지|사이|에서|~|\b(?:between|to|from|a
 _RANGE_FORMS = frozenset({"사이", "~", "between", "부터", "까지", "에서", "from", "to"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Fragment:
     """What one stage adds to the plan, and which tokens it used or could not use."""
 
@@ -103,7 +104,9 @@ def entity_stage(q: Question) -> tuple[str, Fragment]:
     grouped = q.grouped_dims
     rank = q.rank
     aggs = set(q.agg_fns) | set(f.values("extreme"))
-    has_time = bool(f.kinds("time") or f.iso_periods or q.periods().numbers())
+    has_time = bool(
+        f.kinds("time") or f.iso_periods or any(n.unit in TIME_UNITS for n in f.numbers)
+    )
     # "내역" means payment history unless it follows 계약 ("계약 내역") with no premium word.
     paymentish = bool(
         {"premium", "payment"} & nouns or (f.has("history") and "contract" not in nouns)
@@ -628,29 +631,35 @@ def values_stage(q: Question, entity: str) -> Fragment:
     """Products, categories, branches, planners, grades and gender from the vocabulary."""
     f, vocab, fragment = q.f, q.vocabulary, Fragment()
     products = [c for c in f.values("product") if c in vocab.products]
-    _eq_or_in(q, fragment, entity, "product_code", products,
-              "상품 " + ", ".join(vocab.products[c].name for c in products),
-              _matches_of(q, "product", products))  # fmt: skip
+    if products:
+        _eq_or_in(q, fragment, entity, "product_code", products,
+                  "상품 " + ", ".join(vocab.products[c].name for c in products),
+                  _matches_of(q, "product", products))  # fmt: skip
     categories = [c for c in f.values("category") if c in vocab.categories]
     # "실손" (a 건강 product) plus "건강" says nothing new; keep the narrower product filter.
     product_categories = {vocab.products[c].category for c in products}
     redundant = [c for c in categories if c in product_categories]
     fragment.consumed |= _matches_of(q, "category", redundant)
     categories = [c for c in categories if c not in product_categories]
-    _eq_or_in(q, fragment, entity, "category", categories, "카테고리 " + ", ".join(categories),
-              _matches_of(q, "category", categories))  # fmt: skip
+    if categories:
+        _eq_or_in(q, fragment, entity, "category", categories, "카테고리 " + ", ".join(categories),
+                  _matches_of(q, "category", categories))  # fmt: skip
     branches = [b for b in f.values("branch") if b in vocab.branches]
-    _eq_or_in(q, fragment, entity, "branch_id", branches,
-              "지점 " + ", ".join(vocab.branches[b] for b in branches),
-              _matches_of(q, "branch", branches))  # fmt: skip
-    _region_filter(q, fragment, entity, branches)
+    if branches:
+        _eq_or_in(q, fragment, entity, "branch_id", branches,
+                  "지점 " + ", ".join(vocab.branches[b] for b in branches),
+                  _matches_of(q, "branch", branches))  # fmt: skip
+    if f.has("region"):
+        _region_filter(q, fragment, entity, branches)
     planners = [p for p in f.values("planner") if p in vocab.planners]
-    _eq_or_in(q, fragment, entity, "planner_id", planners,
-              "설계사 " + ", ".join(vocab.planners[p] for p in planners),
-              _matches_of(q, "planner", planners))  # fmt: skip
+    if planners:
+        _eq_or_in(q, fragment, entity, "planner_id", planners,
+                  "설계사 " + ", ".join(vocab.planners[p] for p in planners),
+                  _matches_of(q, "planner", planners))  # fmt: skip
     grades = [g for g in f.values("grade") if g in vocab.grades]
-    _eq_or_in(q, fragment, entity, "grade", grades, "등급 " + ", ".join(grades),
-              _matches_of(q, "grade", grades))  # fmt: skip
+    if grades:
+        _eq_or_in(q, fragment, entity, "grade", grades, "등급 " + ", ".join(grades),
+                  _matches_of(q, "grade", grades))  # fmt: skip
     genders = f.values("gender")
     gender_words = _matches_of(q, "gender", genders)
     if len(genders) == 1 and "gender" not in q.grouped_dims:
@@ -1263,7 +1272,20 @@ _CLAUSE_KINDS |= {"time", "recent", "future", "new", "noun", "measure", "history
 RELATED_HEADS = {"customer": CUSTOMERS, "contract": CONTRACTS}
 
 
+_CUE_FORMS = frozenset(_NEGATIVE) | frozenset(_POSITIVE) | _NEGATIVE_EN | _POSITIVE_EN
+
+
 def related_part(q: Question) -> RelatedPart | None:
+    f = q.f
+    maybe = (
+        f.has("all")
+        or (f.has("pay_status") and f.has("noun", "contract"))
+        or (f.has("new") and (f.has("product") or f.has("category")))
+        or any(m.text.lower() == "without" for _, m in f.kinds("negate"))
+        or any(t.form in _CUE_FORMS for i, t in enumerate(q.tokens) if i not in f.recognised)
+    )
+    if not maybe:
+        return None  # nothing says rows exist or not: the common case, decided at once
     english = not any("\uac00" <= ch <= "\ud7a3" for ch in q.text)
     cue = _existence_cue(q, english)
     universal = False
