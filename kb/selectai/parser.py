@@ -308,7 +308,9 @@ def compose(q: Question, scope: str) -> ParseResult:
 
     understood = [u for fragment in fragments for u in fragment.understood]
     notes = [n for fragment in fragments for n in fragment.notes]
-    interpretation = _interpretation(q, plan, shape.family, scope, understood, notes)
+    interpretation = _interpretation(
+        q, plan, shape.family, scope, understood, notes, period.applied
+    )
     interpretation["ignored"] = q.words(left_over.minor)
     return ParseResult(
         plan=plan,
@@ -416,13 +418,13 @@ def _refused(q, scope, reason, tokens, entity, filters) -> ParseResult:
     )
 
 
-def _interpretation(q, plan, family, scope, understood, notes) -> dict:
+def _interpretation(q, plan, family, scope, understood, notes, applied) -> dict:
     dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
     dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
-    conditions = " ".join(
-        x for x in (filter_text(plan, family, q.vocabulary), related_text(plan, q.vocabulary)) if x
-    )
-    period = _period_words(plan)
+    conditions = filter_text(plan, family, q.vocabulary)
+    if plan.get("related"):
+        conditions = f"{conditions} {related_text(plan, q.vocabulary)}".strip()
+    period = dates.describe(applied, with_label=False) if applied else ""
     head = " ".join(x for x in (period, conditions, subject(plan, family, dims)) if x)
     interpretation = {
         # The row count follows once the plan has run (kb.answering).
@@ -435,30 +437,6 @@ def _interpretation(q, plan, family, scope, understood, notes) -> dict:
     if notes:
         interpretation["notes"] = notes
     return interpretation
-
-
-_PERIOD_FIELDS = ("due_month", "due_date", "start_date", "end_date", "joined_on")
-
-
-def _period_words(plan: dict) -> str:
-    """The period a filter was built from, in words ("2026-04~2026-06")."""
-    for item in plan["filters"]:
-        if item["field"] in _PERIOD_FIELDS and item["op"] in ("eq", "between"):
-            value = item["value"]
-            first, last = (value, value) if isinstance(value, str) else value
-            try:
-                if len(first) == 7:
-                    start = dt.date.fromisoformat(f"{first}-01")
-                    end = dates.month_end(dt.date.fromisoformat(f"{last}-01"))
-                    period = dates.months_period(start, end, "")
-                else:
-                    period = dates.Period(
-                        dt.date.fromisoformat(first), dt.date.fromisoformat(last), ""
-                    )
-            except ValueError:
-                return ""
-            return dates.describe(period, with_label=False)
-    return ""
 
 
 # ---------------------------------------------------------------------------------------------
