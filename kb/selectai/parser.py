@@ -20,6 +20,8 @@ from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, MAX_LIMIT, PAYMENTS, TO
 
 from . import dates
 from .question import Question, span
+from .related import related_part, related_stages
+from .shape import shape_stage
 from .stages import (
     CUSTOMER_DETAIL_FIELDS,
     DIM_FIELDS,
@@ -34,10 +36,7 @@ from .stages import (
     other_stage,
     period_stage,
     personal_text_stage,
-    related_part,
-    related_stages,
     scope_stage,
-    shape_stage,
     status_stage,
     values_stage,
 )

@@ -8,6 +8,8 @@ import pytest
 from kb.catalogue import CONTRACTS, CUSTOMERS, PAYMENTS
 from kb.selectai.parser import compose, leftover_tokens
 from kb.selectai.question import Question
+from kb.selectai.related import related_part
+from kb.selectai.shape import shape_stage
 from kb.selectai.stages import (
     age_stage,
     amount_stage,
@@ -16,8 +18,6 @@ from kb.selectai.stages import (
     other_stage,
     period_stage,
     personal_text_stage,
-    related_part,
-    shape_stage,
     status_stage,
     values_stage,
 )
