@@ -16,7 +16,7 @@ from tests.mcpserver.conftest import Server, call, rpc
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
-PLANNER_PROMPT = "담당 고객 목록 카나리아질문"
+PLANNER_PROMPT = "'카나리아' 고객 목록"  # a quoted name: answered, with no row
 MASKED_PROMPT = "주민번호가 87로 시작하는 고객 수"
 
 
