@@ -16,7 +16,9 @@ from django.utils import timezone
 from audit.delivery import deliveries_queue_new
 from audit.models import AuditEvent, Delivery
 from audit.selectors import with_delivery_state
+from core.tokens import token_fingerprint
 from kb.models import Stakeholder
+from registry.models import TokenDelegation
 from registry.services import delegation_issue, delegation_register
 from tests.audit.conftest import BROKER
 from tests.audit.memory_sink import MemorySink
@@ -38,9 +40,11 @@ def tokens(django_db_setup, django_db_blocker):
         planner = Stakeholder.objects.get(stakeholder_id="KB-P-001")
         expires = timezone.now() + timedelta(days=1)
         _, token = delegation_issue(stakeholder=planner, agent_name="audit", expires_at=expires)
-        delegation_register(
-            raw_token=CANARY, stakeholder=planner, agent_name="canary", expires_at=expires
-        )
+        # Other modules use this fixture too, against the same committed database.
+        if not TokenDelegation.objects.filter(fingerprint=token_fingerprint(CANARY)).exists():
+            delegation_register(
+                raw_token=CANARY, stakeholder=planner, agent_name="canary", expires_at=expires
+            )
     return {"planner": token, "canary": CANARY}
 
 

@@ -140,14 +140,20 @@ def test_masked_columns_are_marked_in_the_table(console, django_db_blocker):
     assert "-****-" in html
 
 
-def test_the_console_shows_the_words_used_and_the_words_left_over(console, django_db_blocker):
+def test_the_console_shows_the_words_used_and_a_refusal_that_names_the_words_it_could_not_use(
+    console, django_db_blocker
+):
     client, _ = console
     with django_db_blocker.unblock():
-        body = post(
+        answered = post(
+            client, stakeholder="KB-P-001", prompt="VIP 고객 보여줘", action="call"
+        ).content.decode()
+        refused = post(
             client, stakeholder="KB-P-001", prompt="VIP 고객 보여줘 xyzzy", action="call"
         ).content.decode()
-    assert 'id="understood"' in body and "등급 VIP" in body
-    assert 'id="ignored"' in body and "xyzzy" in body
+    assert 'id="understood"' in answered and "등급 VIP" in answered
+    assert 'id="public-error"' in refused and "&#x27;xyzzy&#x27;" in refused
+    assert 'id="answer"' not in refused  # no rows shown as if the question were understood
 
 
 # --- answers people look at: a chart of the answer's own numbers, a CSV as shown, the time taken
