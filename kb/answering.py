@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.utils import translation
 
+from core.redaction import redact_secrets
 from kb.answers import answer_build
 from kb.models import Stakeholder
 from kb.ords import ords_answer, ords_config
@@ -107,8 +108,10 @@ def _answer(*, stakeholder_id: str, prompt: str, limit: int, delegation_id: int 
             read = _fit_to_role(parsed.read_plan, stakeholder.role, {})
             _refuse_masked_conditions(read, stakeholder.role, parsed.unexpressed)
         refusal = parsed.refusal
-        message = refusal_message(refusal, parsed.language)
-        raise QuestionRefused(message, reason=refusal.reason, words=refusal.words)
+        # The words are quoted back as written: a token pasted into a question is not.
+        message = redact_secrets(refusal_message(refusal, parsed.language))
+        words = tuple(redact_secrets(word) for word in refusal.words)
+        raise QuestionRefused(message, reason=refusal.reason, words=words)
     if parsed.plan is None:
         return _help_answer(stakeholder, limit, {**interpretation, "help": parsed.help})
     plan = _fit_to_role(parsed.plan, stakeholder.role, interpretation)

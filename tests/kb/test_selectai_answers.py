@@ -470,3 +470,11 @@ def test_an_english_question_is_refused_in_english_with_questions_it_would_answe
     assert 2 <= len(suggested) <= 3
     for question in suggested:  # each is answered in full
         assert ask("KB-P-001", question)["interpretation"]["ignored"] == []
+
+
+def test_a_token_pasted_into_a_question_is_not_quoted_back(kb):
+    canary = "hbvpd_CANARYq7Zt3Lm9Vx2Rk5Wp8"
+    with pytest.raises(QuestionRefused) as refused:
+        ask("KB-P-001", f"VIP 고객 {canary} 목록")
+    assert canary not in refused.value.message and "[redacted]" in refused.value.message
+    assert not [w for w in refused.value.words if canary in w]
