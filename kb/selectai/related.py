@@ -110,6 +110,7 @@ def related_part(q: Question) -> RelatedPart | None:
     )
 
 
+# The links kb.plans.RELATED_PATHS can compile (kb.plans needs Django, the reader does not).
 _RELATED_LINKS = {(CUSTOMERS, CONTRACTS), (CUSTOMERS, PAYMENTS), (CONTRACTS, PAYMENTS)}
 
 

@@ -98,3 +98,10 @@ def test_a_malformed_related_condition_is_a_plan_error(related):
     entity = "premium_payments" if related[0]["entity"] == "customers" else "customers"
     with pytest.raises(PlanError):
         plan_parse(plan(entity, related))
+
+
+def test_the_reader_links_exactly_the_rows_a_plan_can_compile():
+    from kb.plans import RELATED_PATHS
+    from kb.selectai.related import _RELATED_LINKS
+
+    assert set(RELATED_PATHS) == _RELATED_LINKS
