@@ -122,15 +122,35 @@ def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
         mask = column_mask(role, plan.entity, name)
         if mask is not None:
             masks[name] = mask
+    _refuse_unusable(spec, role, used, masks)
+    return masks
+
+
+def _related_masks(plan: Plan, role: str) -> tuple[tuple[tuple[str, Mask], ...], ...]:
+    """The masks of the fields each `related` condition filters on; refuses a masked one (a
+    question may not narrow a hidden value down through a customer's other rows either)."""
+    out = []
+    for related in plan.related:
+        used = {f.field: "filter" for f in related.filters}
+        masks = {name: column_mask(role, related.entity, name) for name in used}
+        masks = {name: mask for name, mask in masks.items() if mask is not None}
+        _refuse_unusable(ENTITIES[related.entity], role, used, masks)
+        out.append(tuple(masks.items()))
+    return tuple(out)
+
+
+def _refuse_unusable(spec, role: str, used: dict[str, str], masks: dict[str, Mask]) -> None:
+    """PlanError for a used field the policy does not know (fail closed), MaskedColumnError for
+    one the role sees masked."""
     for name in used:
-        if name not in masks:  # known to the plan but not to the policy: fail closed
+        if name not in masks:
             label = spec.fields[name].label_in(get_language())
             raise PlanError(
                 gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
                 % {"label": label, "field": name},
                 code="unknown_field",
             )
-    refused = masked_use(role, plan.entity, used)  # the policy's one rule, as answering uses it
+    refused = masked_use(role, spec.name, used)  # the policy's one rule, as answering uses it
     if refused is not None:
         name, _use = refused
         raise MaskedColumnError(
@@ -144,41 +164,6 @@ def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
                 "role": role_label(role),
             }
         )
-    return masks
-
-
-def _related_masks(plan: Plan, role: str) -> tuple[tuple[tuple[str, Mask], ...], ...]:
-    """The masks of the fields each `related` condition filters on; refuses a masked one (a
-    question may not narrow a hidden value down through a customer's other rows either)."""
-    out = []
-    for related in plan.related:
-        spec = ENTITIES[related.entity]
-        used = {f.field: "filter" for f in related.filters}
-        masks = {}
-        for name in used:
-            mask = column_mask(role, related.entity, name)
-            if mask is None:  # fail closed, as for the plan's own fields
-                raise PlanError(
-                    gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
-                    % {"label": spec.fields[name].label_in(get_language()), "field": name},
-                    code="unknown_field",
-                )
-            masks[name] = mask
-        refused = masked_use(role, related.entity, used)
-        if refused is not None:
-            raise MaskedColumnError(
-                gettext(
-                    "%(label)s(%(field)s) 열은 %(role)s 권한에서 가려져 있어 "
-                    "조건·정렬·그룹·집계에 쓸 수 없습니다."
-                )
-                % {
-                    "label": spec.fields[refused[0]].label_in(get_language()),
-                    "field": refused[0],
-                    "role": role_label(role),
-                }
-            )
-        out.append(tuple(masks.items()))
-    return tuple(out)
 
 
 def _output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]:
