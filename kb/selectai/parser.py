@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, MAX_LIMIT, PAYMENTS, TOOL_DEFAULT_LIMIT
 
 from . import dates
-from .question import Question, span
+from .question import Question, question_language, span
 from .related import related_part, related_stages
 from .shape import shape_stage
 from .stages import (
@@ -167,13 +167,6 @@ def parse_prompt(
         return _help_result(PARSE_FAILED, scope)
 
 
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
-
-
-def question_language(text: str) -> str:
-    return "ko" if _HANGUL.search(text or "") else "en"
-
-
 def help_examples() -> list[str]:
     return list(HELP_EXAMPLES)
 
@@ -253,23 +246,20 @@ def compose(q: Question, scope: str) -> ParseResult:
         used.update(fragment.unusable)
         return fragment
 
-    def taken() -> set[int]:
-        return used  # read by the stages, changed only by add()
-
     add(about)
     add(scope_stage(q, WIDENING_NOTE.format(scope=scope)))
     add(birth_stage(q, entity))
-    add(personal_text_stage(q, entity, taken()))
+    add(personal_text_stage(q, entity, used))
     # Whether 만기 means an end date ahead is read from the period before it is used up.
     before_period = frozenset(used)
     period = period_stage(q, entity, before_period)
     add(period.fragment)
-    add(identity_stage(q, entity, taken()))
+    add(identity_stage(q, entity, used))
     add(values_stage(q, entity))
     add(other_stage(q, entity))
     add(status_stage(q, entity, before_period))
-    add(age_stage(q, entity, taken()))
-    add(amount_stage(q, entity, taken()))
+    add(age_stage(q, entity, used))
+    add(amount_stage(q, entity, used))
     filters = [x for fragment in fragments for x in fragment.filters]
     shape = shape_stage(q, entity, filters, period.applied, before_period)
     fragments.append(shape.fragment)
@@ -499,5 +489,5 @@ def _condition_words(item: dict, vocabulary, english: bool) -> str:
             else ("여성" if value == "F" else "남성")
         )
     if fld in ("grade", "category", "status") and isinstance(value, str):
-        return "" if english and _HANGUL.search(value) else value
+        return "" if english and question_language(value) == "ko" else value
     return ""

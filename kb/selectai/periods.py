@@ -10,10 +10,10 @@ from .lexicon import Token
 from .numbers import parse_digits
 from .recognise import Features, NumberMention
 
-_MONTH_NAMES = {name: i for i, name in enumerate(
+MONTH_NAMES = {name: i for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september",
      "october", "november", "december"], start=1)}  # fmt: skip
-_MONTH_ABBREVIATIONS = {name[:3]: i for name, i in _MONTH_NAMES.items() if name != "may"}
+_MONTH_ABBREVIATIONS = {name[:3]: i for name, i in MONTH_NAMES.items() if name != "may"}
 TIME_UNITS = frozenset({"months", "years", "weeks", "days", "month", "year", "quarter"})
 _RELATIVE_YEARS = {"this_year": 0, "last_year": -1, "year_before_last": -2, "next_year": 1}
 
@@ -67,7 +67,7 @@ def _open_ended(period: Period | None, edge: str | None, as_of: dt.date, future:
 
 
 def _month_of(word: str) -> int | None:
-    return _MONTH_NAMES.get(word) or _MONTH_ABBREVIATIONS.get(word)
+    return MONTH_NAMES.get(word) or _MONTH_ABBREVIATIONS.get(word)
 
 
 class PeriodResolver:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 from .lexicon import Match, Token
@@ -35,6 +36,14 @@ class reading:  # noqa: N801 (used like functools.cached_property)
             return self
         value = question.__dict__[self.name] = self.method(question)
         return value
+
+
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+
+
+def question_language(text: str) -> str:
+    """ "ko" for a question with Korean in it, "en" for another."""
+    return "ko" if _HANGUL.search(text or "") else "en"
 
 
 def span(m: Match | NumberMention) -> set[int]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kb.catalogue import CONTRACTS, CUSTOMERS, PAYMENTS
 
-from .question import Question, span
+from .question import Question, question_language, span
 from .stages import Fragment, amount_stage, period_stage, status_stage, values_stage
 
 
@@ -54,7 +54,7 @@ def related_part(q: Question) -> RelatedPart | None:
     )
     if not maybe:
         return None  # nothing says rows exist or not: the common case, decided at once
-    english = not any("\uac00" <= ch <= "\ud7a3" for ch in q.text)
+    english = question_language(q.text) == "en"
     cue = _existence_cue(q, english)
     universal = False
     if cue is None and not english:

@@ -17,7 +17,7 @@ from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
-from .periods import TIME_UNITS
+from .periods import MONTH_NAMES, TIME_UNITS
 from .question import FILTER_KINDS, THRESHOLDS, Question, span
 from .recognise import SURNAMES, NumberMention
 from .wording import DIM_LABELS, MEASURE_LABELS, OP_LABELS
@@ -45,9 +45,6 @@ DIM_FIELDS: dict[str, list[str]] = {
 }
 # Dimensions whose natural order is the key itself (a time series, an age ladder).
 ORDERED_DIMS = {"month", "age_group"}
-_MONTH_NAMES = {name: i for i, name in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"], start=1)}  # fmt: skip
 # Words that make two bounds one range.
 _RANGE_WORDS = re.compile(r"부터|까지|사이|에서|~|\b(?:between|to|from|and)\b", re.IGNORECASE)
 _RANGE_FORMS = frozenset({"사이", "~", "between", "부터", "까지", "에서", "from", "to"})
@@ -352,8 +349,8 @@ def _birth_month_day(q: Question, year: NumberMention, modifier):
             day = on_day.value
             used |= span(on_day)
             modifier = on_day.modifier or modifier
-    elif year.first > 0 and tokens[year.first - 1].form in _MONTH_NAMES:
-        month = _MONTH_NAMES[tokens[year.first - 1].form]
+    elif year.first > 0 and tokens[year.first - 1].form in MONTH_NAMES:
+        month = MONTH_NAMES[tokens[year.first - 1].form]
         used.add(year.first - 1)  # not a period any more
     if month is not None and day is not None:
         try:
@@ -508,10 +505,7 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
         )
         if days_written and "납입" in q.f.values("pay_status"):
             # "3월 1일부터 3월 31일까지 납입한": the day the money came in
-            fragment.filters.append(
-                {"field": "paid_date", "op": "between",
-                 "value": [period.start.isoformat(), period.end.isoformat()]}
-            )  # fmt: skip
+            fragment.filters.append(_between("paid_date", period))
             fragment.understood.append(f"납부일 {dates.describe(period)}")
             fragment.consumed |= words
             return PeriodPart(fragment, period, period)
@@ -524,10 +518,7 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
                     {"field": "due_month", "op": "between", "value": [first, last]}
                 )
         else:
-            fragment.filters.append(
-                {"field": "due_date", "op": "between",
-                 "value": [period.start.isoformat(), period.end.isoformat()]}
-            )  # fmt: skip
+            fragment.filters.append(_between("due_date", period))
         fragment.understood.append(f"납입월 {dates.describe(period)}")
         fragment.consumed |= words
         return PeriodPart(fragment, period, period)
@@ -548,13 +539,18 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
     else:
         fld, label = "joined_on", "가입일"
         period = period.clipped(not_after=q.as_of)
-    fragment.filters.append(
-        {"field": fld, "op": "between",
-         "value": [period.start.isoformat(), period.end.isoformat()]}
-    )  # fmt: skip
+    fragment.filters.append(_between(fld, period))
     fragment.understood.append(f"{label} {dates.describe(period)}")
     fragment.consumed |= words
     return PeriodPart(fragment, period, period)
+
+
+def _between(fld: str, period: Period) -> dict:
+    return {
+        "field": fld,
+        "op": "between",
+        "value": [period.start.isoformat(), period.end.isoformat()],
+    }
 
 
 # -- values from the vocabulary: ids, names, products, branches, grades, statuses, ages ----------
