@@ -40,13 +40,20 @@ def verify_chain(
     checkpoints, problem = _stored_checkpoints(source)
     if problem is not None:
         return problem
+    # The head is read before the events, and the check stops at it: events appended while the
+    # check runs are for the next check. The head moves in the same transaction as its event,
+    # so every event up to it is there to read; a checkpoint read before it covers no more.
+    head = ChainHead.objects.filter(source=source).first()
+    through = head.last_sequence if head is not None else None
     start = max((s for s in checkpoints if s <= verified_through), default=0)
     # From a checkpoint: its own event is read again, and must hash to what it signs (below);
     # that event's link backwards is covered by the hash the checkpoint signs.
     expected_sequence, expected_prev = (start, None) if start else (1, GENESIS_HASH)
     checked = 0
     last_sequence = 0
-    events = events_in_sequence(source=source, fields=FIELDS, after=max(start - 1, 0), chunk=chunk)
+    events = events_in_sequence(
+        source=source, fields=FIELDS, after=max(start - 1, 0), through=through, chunk=chunk
+    )
     for row in events:
         sequence = row["sequence"]
         if sequence != expected_sequence:
@@ -74,7 +81,6 @@ def verify_chain(
             f"missing event #{last_sequence + 1} (signed checkpoint {signed.number} "
             f"covers #{signed.sequence})",
         )
-    head = ChainHead.objects.filter(source=source).first()
     if head is not None and head.last_sequence != last_sequence:
         return _bad(
             checked,

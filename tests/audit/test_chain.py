@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import audit.chain
+import audit.verification
 from audit.chain import HASHED_FIELDS, canonical_json, event_hash, occurred_at_text
 from audit.models import AuditEvent, ChainHead, Delivery
 from audit.services import audit_events_append, audit_record
@@ -118,6 +119,24 @@ def test_a_rewritten_chain_tail_is_detected_against_the_head():
     report = verify_chain()
     assert not report.ok
     assert "missing event #3" in report.message
+
+
+def test_events_appended_while_the_check_reads_are_left_to_the_next_check(monkeypatch):
+    """The chain grows while a worker checks it. What the check finds is the chain up to the
+    head it read first, not a gap between its last read and a head that moved on."""
+    append(3)
+    reading = audit.verification.events_in_sequence
+
+    def read_then_another_request_lands(**kwargs):
+        yield from reading(**kwargs)
+        append(2)  # committed after the check's last read, before it looks at the head again
+
+    monkeypatch.setattr(audit.verification, "events_in_sequence", read_then_another_request_lands)
+    report = verify_chain()
+    assert report.ok, report.message
+    assert (report.events_checked, report.verified_through) == (3, 3)
+    monkeypatch.undo()
+    assert verify_chain(verified_through=3).verified_through == 5
 
 
 def test_the_chain_check_passes_on_an_intact_log(capsys):
