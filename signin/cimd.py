@@ -14,13 +14,19 @@ from oauth2_provider.cimd import CIMDError
 
 from core.outbound import OutboundError, get_capped
 
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
 
 def _public(address: str) -> bool:
+    """Globally routable, judging an IPv6 form that embeds an IPv4 address (mapped, 6to4, Teredo,
+    NAT64) by that IPv4 address: else a crafted AAAA record could reach an internal one."""
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
         if ip.teredo is not None:
             return all(part.is_global for part in ip.teredo)
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             ip = embedded
     return ip.is_global

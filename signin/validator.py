@@ -106,7 +106,8 @@ class DelegationValidator(OAuth2Validator):
         if any(value != ours for value in named):
             raise errors.CustomOAuth2Error(
                 error="invalid_target",
-                description=_("resource는 %(resource)s 이어야 합니다.") % {"resource": ours},
+                # RFC 6749 §5.2: an error description is ASCII, for the client, not a person.
+                description=f"resource must be {ours}",
                 request=request,
             )
         request.resource = [ours]

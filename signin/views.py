@@ -136,6 +136,21 @@ class ConsentView(AuthorizationView):
         form.cleaned_data["scope"] = " ".join(delegation.tools)
         return super().form_valid(form)
 
+    def render_to_response(self, context, **kwargs):
+        """The page's form posts here, and the answer redirects to the client: browsers hold that
+        redirect to the CSP's form-action too, so the client's (registered) origin joins it."""
+        response = super().render_to_response(context, **kwargs)
+        application = context.get("application")
+        redirect_uri = self.oauth2_data.get("redirect_uri") or self.request.POST.get("redirect_uri")
+        if (
+            application is not None
+            and redirect_uri
+            and application.redirect_uri_allowed(redirect_uri)
+        ):
+            parts = urlsplit(redirect_uri)
+            response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}
+        return response
+
     def form_invalid(self, form):
         # The toolkit's view keeps the request's details on the form's hidden fields.
         return self.render_to_response(self.get_context_data(form=form), status=400)
@@ -153,7 +168,7 @@ class TokenView(toolkit.TokenView):
     @method_decorator(sensitive_post_parameters("code", "code_verifier", "refresh_token"))
     def authorization_flow_token_response(self, request, *args, **kwargs):
         _url, headers, body, status = self.create_token_response(request)
-        response = HttpResponse(content=body, status=status)
+        response = HttpResponse(content=body, status=status, content_type="application/json")
         for name, value in headers.items():
             response[name] = value
         return response

@@ -11,6 +11,7 @@ from oauth2_provider.models import get_application_model
 
 from kb.models import Stakeholder
 from signin.models import StakeholderLogin
+from tests.mcpserver.conftest import world  # noqa: F401  (re-exported fixture)
 
 TOOL = "ords.query.kb_select_ai_vpd"
 REDIRECT = "http://127.0.0.1:8765/callback"
