@@ -86,3 +86,28 @@ def do(action, client, world) -> bool:
 def test_every_sign_in_action_as_every_role(world, role, action):
     allowed = role in MATRIX[action]
     assert do(action, as_role(world, role), world) is allowed, (action, role)
+
+
+def test_admin_changes_to_links_and_clients_are_audited(world):
+    from audit.models import AuditEvent
+    from kb.models import Stakeholder
+
+    admin = as_role(world, "mcp_admin")
+    staff = world["users"]["unlinked_staff"]
+    target = Stakeholder.objects.get(stakeholder_id="KB-H-001")
+    admin.post("/admin/signin/stakeholderlogin/add/", {"user": staff.pk, "stakeholder": target.pk})
+    linked = AuditEvent.objects.get(action=AuditEvent.Action.STAKEHOLDER_LINK_CHANGED)
+    assert linked.changes["after"] == {"user": "staff", "stakeholder_id": "KB-H-001"}
+
+    response = admin.post(
+        "/admin/oauth2_provider/application/add/",
+        {"name": "Desk agent", "redirect_uris": "http://127.0.0.1/callback"},
+    )
+    assert response.status_code == 302, response.content[:1000]
+    from oauth2_provider.models import get_application_model
+
+    created = get_application_model().objects.get(name="Desk agent")
+    assert created.client_type == "public"
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.OAUTH_CLIENT_CHANGED, target=f"oauth_client:{created.pk}"
+    ).exists()
