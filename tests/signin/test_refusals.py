@@ -172,3 +172,16 @@ def test_the_metadata_document_says_what_the_server_does(client):
     assert metadata["client_id_metadata_document_supported"] is True
     assert metadata["authorization_response_iss_parameter_supported"] is True
     assert "registration_endpoint" not in metadata  # dynamic registration is off by default
+
+
+def test_dynamic_registration_is_off_unless_enabled(client, settings):
+    body = {"redirect_uris": ["http://127.0.0.1:9999/cb"], "token_endpoint_auth_method": "none"}
+    off = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
+    assert off.status_code == 404
+
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "DCR_ENABLED": True}
+    metadata = json.loads(client.get("/.well-known/oauth-authorization-server").content)
+    assert metadata["registration_endpoint"] == "http://testserver/oauth/register/"
+    on = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
+    assert on.status_code == 201, on.content
+    assert on.json()["client_id"]
