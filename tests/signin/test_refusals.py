@@ -185,3 +185,14 @@ def test_dynamic_registration_is_off_unless_enabled(client, settings):
     on = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
     assert on.status_code == 201, on.content
     assert on.json()["client_id"]
+
+
+def test_a_suspended_stakeholders_login_cannot_approve(client, client_app, kb):
+    from tests.signin.conftest import linked_user
+
+    suspended = linked_user("kb-p-099", "KB-P-099")
+    page = authorize(client, client_app, suspended)
+    response = client.post("/oauth/authorize/", consent_form(page) | {"allow": "true"})
+    assert response.status_code == 400
+    assert "정지된 사용자" in response.content.decode()
+    nothing_issued()
