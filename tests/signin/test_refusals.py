@@ -196,3 +196,12 @@ def test_a_suspended_stakeholders_login_cannot_approve(client, client_app, kb):
     assert response.status_code == 400
     assert "정지된 사용자" in response.content.decode()
     nothing_issued()
+
+
+def test_the_login_page_never_sends_anyone_to_another_site(client, planner):
+    response = client.post(
+        "/oauth/login/?next=https://evil.example/steal",
+        {"username": "kb-p-001", "password": "pw-kb-p-001"},
+    )
+    assert response.status_code == 302
+    assert "evil.example" not in response["Location"]
