@@ -9,12 +9,23 @@ failure and on any listed entry that starts passing. As with 0.1.16 (test_peers.
 talks to a loopback proxy that adds the planner's bearer token and forwards everything else as sent.
 """
 
+import base64
+import hashlib
 import json
 import re
+import secrets
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
+import httpx
 import pytest
+import uvicorn
 
+from tests.live import free_port
+from tests.peers.authorization import SCENARIOS, callback_redirect_uri, run_authorization_scenarios
 from tests.peers.node import PEERS_DIR, PeerTools, peer_tools
 from tests.peers.proxy import bearer_proxy
 
@@ -139,3 +150,146 @@ def test_conformance_2026_07_28_requirements_pass_but_for_the_listed_fixtures(
     # No subscription capability is offered, so subscriptions/listen is answered Method not found
     # and the suite skips its stream checks (it failed them while that request got no answer).
     assert stateless["sep-2575-server-sends-subscription-ack"] == {"SKIPPED"}
+
+
+# --- the authorization-server scenarios ----------------------------------------------------------
+# hyperbook's own authorization server (under /oauth/) is not there yet; until it is, the runner is
+# proven against a stand-in that does what the scenarios check, and that can be told to get one
+# thing wrong.
+
+
+class StandInAuthorizationServer:
+    """A public-client, PKCE-only authorization server with one pre-registered client."""
+
+    def __init__(self, client_id: str, resource: str, *, no_store: bool = True):
+        self.client_id, self.resource, self.no_store = client_id, resource, no_store
+        self.issuer = ""  # set once it listens
+        self.redirect_uri = ""
+        self.codes: dict[str, dict] = {}
+        self.requests: list[str] = []
+
+    async def __call__(self, scope, receive, send):
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse, RedirectResponse
+
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        self.requests.append(f"{request.method} {request.url.path}")
+        path = request.url.path
+        if path == "/.well-known/oauth-authorization-server/oauth":
+            response = JSONResponse(
+                {
+                    "issuer": self.issuer,
+                    "authorization_endpoint": f"{self.issuer}/authorize/",
+                    "token_endpoint": f"{self.issuer}/token/",
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                    "client_id_metadata_document_supported": True,
+                }
+            )
+        elif path == "/oauth/authorize/":
+            query = request.query_params
+            assert query["client_id"] == self.client_id
+            assert query["redirect_uri"] == self.redirect_uri
+            assert query["code_challenge_method"] == "S256"
+            assert query["resource"] == self.resource
+            code = secrets.token_urlsafe(16)
+            self.codes[code] = dict(query)
+            location = f"{self.redirect_uri}?" + urlencode(
+                {"code": code, "state": query["state"], "iss": self.issuer}
+            )
+            response = RedirectResponse(location, status_code=302)
+        elif path == "/oauth/token/" and request.method == "POST":
+            form = await request.form()
+            sent = self.codes.pop(form["code"], None)
+            verifier = form.get("code_verifier", "")
+            challenge = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+                .rstrip(b"=")
+                .decode()
+            )
+            if (
+                sent is None
+                or challenge != sent["code_challenge"]
+                or form.get("client_id") != self.client_id
+                or form.get("redirect_uri") != sent["redirect_uri"]
+                or form.get("resource") != self.resource
+            ):
+                response = JSONResponse({"error": "invalid_grant"}, status_code=400)
+            else:
+                response = JSONResponse(
+                    {"access_token": secrets.token_urlsafe(32), "token_type": "Bearer"},
+                    headers={"Cache-Control": "no-store"} if self.no_store else {},
+                )
+        else:
+            response = JSONResponse({"error": "not_found"}, status_code=404)
+        await response(scope, receive, send)
+
+
+@contextmanager
+def serving(app):
+    """Run an ASGI app on a free 127.0.0.1 port in a thread; yield its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "stand-in did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def authorize_without_a_browser(url: str) -> str:
+    """The stand-in needs no sign-in: its authorization endpoint redirects at once."""
+    response = httpx.get(url, follow_redirects=False, timeout=10)
+    assert response.status_code == 302, response.text
+    return response.headers["location"]
+
+
+@pytest.mark.parametrize("no_store", [True, False], ids=["conforming", "token-response-cached"])
+def test_the_authorization_scenarios_run_headlessly(peers, tmp_path, no_store):
+    port = free_port()
+    resource = "http://127.0.0.1:8000/mcp"
+    stand_in = StandInAuthorizationServer("hyperbook-conformance", resource, no_store=no_store)
+    stand_in.redirect_uri = callback_redirect_uri(port)
+    with serving(stand_in) as url:
+        stand_in.issuer = f"{url}/oauth"
+        run = run_authorization_scenarios(
+            peers,
+            stand_in.issuer,
+            tmp_path,
+            client_id=stand_in.client_id,
+            resource=resource,
+            authorize=authorize_without_a_browser,
+            port=port,
+            timeout=60,
+        )
+    assert set(run.checks) == set(SCENARIOS), run.output
+    metadata = {check["id"]: check["status"] for check in run.checks[SCENARIOS[0]]}
+    assert metadata == {
+        "authorization-server-metadata": "SUCCESS",
+        "authorization-server-metadata-cimd": "SUCCESS",
+    }, run.output
+    assert run.authorization_request.startswith(f"{stand_in.issuer}/authorize/?")
+    assert "POST /oauth/token/" in stand_in.requests
+    [grant] = run.checks[SCENARIOS[1]]
+    if no_store:
+        assert grant["status"] == "SUCCESS", grant
+        assert run.returncode == 0, run.output
+        # The suite keeps no live token in its results.
+        assert "access_token" not in grant["details"]["body"] or "len=" in str(
+            grant["details"]["body"]["access_token"]
+        )
+    else:
+        assert grant["status"] == "FAILURE"
+        assert "Invalid Cache-Control" in grant["errorMessage"]
+        assert run.returncode == 1
