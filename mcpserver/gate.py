@@ -28,6 +28,7 @@ from mcpserver.records import (
     secrets_sent,
 )
 from mcpserver.threads import in_db_thread
+from registry.declarations import TOOL_NAME_RE
 from registry.tokens import MalformedToken, bearer_from_header
 
 if TYPE_CHECKING:
@@ -267,7 +268,7 @@ class McpGate:
             record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
             if record.tool not in principal.tools:
                 return await self._forbidden(
-                    send, record, Reason.TOOL_NOT_DELEGATED, self_url, cors
+                    send, record, Reason.TOOL_NOT_DELEGATED, self_url, cors, needed=record.tool
                 )
             arguments = params.get("arguments")
             if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
@@ -330,12 +331,16 @@ class McpGate:
         }
         return await json_reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
 
-    async def _forbidden(self, send, record, reason, resource_url, cors):
+    async def _forbidden(self, send, record, reason, resource_url, cors, *, needed: str = ""):
+        """403. `needed` is the tool the call asked for and the grant lacks: RFC 6750's scope=
+        names it (our scopes are the tools' names), so a signing-in client can ask for it."""
         record.outcome, record.reason = Outcome.FORBIDDEN, reason
         challenge = (
             f'Bearer realm="hyperbook", error="insufficient_scope", '
             f'resource_metadata="{protected_resource_metadata_url(resource_url)}"'
         )
+        if needed and TOOL_NAME_RE.match(needed):
+            challenge += f', scope="{needed}"'
         body = {
             "error": "insufficient_scope",
             "error_description": "This user may not use this tool or data",

@@ -52,6 +52,7 @@ _delegation_by_fingerprint = CompiledLookup(
         "stakeholder__role",
         "stakeholder__branch_id",
         "stakeholder__status",
+        "token_expires_at",
     ),
 )
 
@@ -76,11 +77,14 @@ def authenticate_token(token: str) -> Authentication:
         role,
         branch_id,
         status,
+        token_expires_at,
     ) = row
     now = timezone.now()
     state = TokenDelegation(revoked_at=revoked_at, expires_at=expires_at).state(now=now)
     if state != "active":
         return Authentication(None, state)
+    if token_expires_at is not None and token_expires_at <= now:
+        return Authentication(None, "expired")  # a sign-in's access token: the agent refreshes it
     if not audience_accepted(audience):
         return Authentication(None, "wrong_audience")
     if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:

@@ -152,7 +152,9 @@ def test_a_branch_manager_without_a_branch_is_403_insufficient_scope(
 def test_a_tool_outside_the_delegation_is_403(server, world):
     response = server.post(call("담당 고객 목록"), world.no_tool_token)
     assert response.status_code == 403
-    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+    challenge = response.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert f'scope="{TOOL}"' in challenge  # what a signing-in client asks for next
 
 
 def test_an_unknown_tool_is_refused(server, world):
@@ -234,6 +236,14 @@ def test_protected_resource_metadata_is_served(server):
         assert response.status_code == 200
         assert response.json()["resource"].endswith("/mcp")
         assert response.json()["bearer_methods_supported"] == ["header"]
+        # hyperbook's own authorization server first: agents can sign in as their user.
+        assert response.json()["authorization_servers"][0] == server.url
+    metadata = httpx.get(
+        response.json()["authorization_servers"][0] + "/.well-known/oauth-authorization-server",
+        timeout=10,
+    ).json()
+    assert metadata["issuer"] == server.url
+    assert metadata["authorization_endpoint"] == f"{server.url}/oauth/authorize/"
 
 
 def test_the_django_admin_is_served_by_the_same_server(server):
