@@ -16,14 +16,20 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
+from html import unescape
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
 import uvicorn
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
+from kb.models import Stakeholder
+from signin.models import StakeholderLogin
 from tests.live import free_port
 from tests.peers.authorization import SCENARIOS, callback_redirect_uri, run_authorization_scenarios
 from tests.peers.node import PEERS_DIR, PeerTools, peer_tools
@@ -293,3 +299,94 @@ def test_the_authorization_scenarios_run_headlessly(peers, tmp_path, no_store):
         assert grant["status"] == "FAILURE"
         assert "Invalid Cache-Control" in grant["errorMessage"]
         assert run.returncode == 1
+
+
+# --- ... and against hyperbook's own authorization server ---------------------------------------
+
+PASSWORD = "conformance-test-password-7d1e"  # noqa: S105  (a throwaway test login)
+
+
+def consent_fields(html: str) -> dict[str, list[str]]:
+    """The consent form as a browser would submit it on "approve": its hidden fields, every tool
+    offered, the latest expiry day the date field allows."""
+    form = html[html.index('id="consent-form"') :]
+    form = form[: form.index("</form>")]
+    data: dict[str, list[str]] = {}
+    for tag in re.findall(r"<input[^>]*>", form):
+        attrs = {k: unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', tag)}
+        kind = attrs.get("type", "text")
+        if "name" not in attrs or kind == "submit":
+            continue
+        value = attrs.get("max", "") if kind == "date" else attrs.get("value", "")
+        data.setdefault(attrs["name"], []).append(value)
+    data["allow"] = ["approve"]
+    return data
+
+
+def sign_in_and_approve(base_url: str, username: str) -> Callable[[str], str]:
+    """An `authorize` for run_authorization_scenarios: Django's login form, then the consent."""
+
+    def authorize(url: str) -> str:
+        with httpx.Client(base_url=base_url, timeout=30) as browser:
+            login = browser.get("/oauth/login/")
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)[1]
+            form = {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": csrf}
+            signed_in = browser.post("/oauth/login/", data=form)
+            assert signed_in.status_code == 302, signed_in.text[-1000:]
+            consent = browser.get(url)
+            if consent.status_code == 302:  # refused with an error redirect: the suite reports it
+                return consent.headers["location"]
+            assert consent.status_code == 200, consent.text[-1000:]
+            approved = browser.post(url, data=consent_fields(consent.text))
+            assert approved.status_code == 302, approved.text[-1000:]
+            return approved.headers["location"]
+
+    return authorize
+
+
+def test_the_authorization_scenarios_pass_against_our_authorization_server(
+    peers, server, world, django_db_blocker, tmp_path
+):
+    """A pre-registered public client (no DCR or CIMD: the suite registers nothing), the suite's
+    loopback callback as its redirect URI, a user linked to the planner who signs in and approves
+    without a browser; the suite checks the RFC 8414 metadata, then the code grant with PKCE and
+    the RFC 8707 resource."""
+    port = free_port()
+    with django_db_blocker.unblock():
+        user, _ = get_user_model().objects.get_or_create(username="conformance-kb-p-001")
+        user.set_password(PASSWORD)
+        user.save()
+        StakeholderLogin.objects.update_or_create(
+            user=user, defaults={"stakeholder": Stakeholder.objects.get(pk="KB-P-001")}
+        )
+        out = tmp_path / "client.json"
+        with open(out, "w") as handle:
+            call_command(
+                "create_oauth_client",
+                name="Conformance suite",
+                redirect_uris=[callback_redirect_uri(port)],
+                stdout=handle,
+            )
+        client_id = json.loads(out.read_text())["client_id"]
+    run = run_authorization_scenarios(
+        peers,
+        server.url,  # the issuer: this origin, as the metadata says (compared as a string)
+        tmp_path / "results",
+        client_id=client_id,
+        resource=server.mcp,
+        authorize=sign_in_and_approve(server.url, user.username),
+        port=port,
+        timeout=120,
+    )
+    statuses = {check["id"]: check["status"] for checks in run.checks.values() for check in checks}
+    assert statuses == {
+        "authorization-server-metadata": "SUCCESS",
+        "authorization-server-metadata-cimd": "SUCCESS",
+        "authorization-code-grant": "SUCCESS",
+    }, run.output[-4000:]
+    assert run.returncode == 0, run.output[-4000:]
+    assert f"resource={quote(server.mcp, safe='')}" in run.authorization_request
+    [grant] = run.checks["authorization-code-grant"]
+    assert "iss=" in grant["details"]["authorizationResponseUrl"]  # RFC 9207, and it matched
+    # The suite's results keep no live token.
+    assert "len=" in grant["details"]["body"]["access_token"]
