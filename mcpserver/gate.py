@@ -284,7 +284,7 @@ class McpGate:
                 "message": message,
             },
         }
-        await self.app(scope, _replay(body), _with_headers(send, cors))
+        await self.app(scope, _replay(body, receive), _with_headers(send, cors))
 
     async def _failed_authentication(self, send, record, reason, resource_url, cors, *, sent):
         """401, or 429 once this address has failed too often: a failure counts against its
@@ -434,7 +434,10 @@ async def _read_body(receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _replay(body: bytes):
+def _replay(body: bytes, receive_more):
+    """The body the gate has read, then the client's own `receive`: what follows the body is the
+    client's disconnect, when it happens. (Answering "disconnected" at once makes the SDK cancel a
+    handler that watches for it, as on its `subscriptions/listen` path, and no response is sent.)"""
     sent = False
 
     async def receive():
@@ -442,8 +445,7 @@ def _replay(body: bytes):
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        # Afterwards behave like a client that is still connected until the response is done.
-        return {"type": "http.disconnect"}
+        return await receive_more()
 
     return receive
 

@@ -273,3 +273,29 @@ def test_the_2026_07_28_request_path_lists_the_tool(server, world):
     )
     assert response.status_code == 200, response.text
     assert [t["name"] for t in response.json()["result"]["tools"]] == [TOOL]
+
+
+def test_a_2026_07_28_subscriptions_listen_is_answered_method_not_found(server, world):
+    # Its SSE path watches for the client's disconnect: the request must not look disconnected
+    # once the gate has read its body (it was then cancelled, and no response was ever sent).
+    envelope = {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+        "notifications": {"toolsListChanged": True},
+    }
+    response = server.post(
+        rpc("subscriptions/listen", envelope, request_id=7),
+        planner_token(world),
+        headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+    )
+    # No listChanged or subscribe capability is offered, so there is nothing to listen to.
+    assert response.status_code == 404, response.text
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found", "data": "subscriptions/listen"},
+    }
+    assert len(response.headers["x-request-id"]) >= 8  # the gate recorded it
+    assert f"request_id={response.headers['x-request-id']} status=404" in server.log.read_text()
