@@ -353,11 +353,13 @@ def test_the_authorization_scenarios_pass_against_our_authorization_server(
     the RFC 8707 resource."""
     port = free_port()
     with django_db_blocker.unblock():
-        user, _ = get_user_model().objects.get_or_create(username="conformance-kb-p-001")
+        user, _ = get_user_model().objects.get_or_create(username="conformance-kb-p-003")
         user.set_password(PASSWORD)
         user.save()
+        # One login per stakeholder: a link another test module left to this one gives way.
+        StakeholderLogin.objects.filter(stakeholder_id="KB-P-003").exclude(user=user).delete()
         StakeholderLogin.objects.update_or_create(
-            user=user, defaults={"stakeholder": Stakeholder.objects.get(pk="KB-P-001")}
+            user=user, defaults={"stakeholder": Stakeholder.objects.get(pk="KB-P-003")}
         )
         out = tmp_path / "client.json"
         with open(out, "w") as handle:

@@ -67,6 +67,10 @@ def signin_site(world, tmp_path_factory, django_db_blocker):
             user, _ = get_user_model().objects.get_or_create(username=username)
             user.set_password(PASSWORD)
             user.save()
+            # One login per stakeholder: a link another test module left to this one gives way.
+            StakeholderLogin.objects.filter(stakeholder_id=stakeholder_id).exclude(
+                user=user
+            ).delete()
             StakeholderLogin.objects.update_or_create(
                 user=user, defaults={"stakeholder": Stakeholder.objects.get(pk=stakeholder_id)}
             )
