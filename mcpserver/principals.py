@@ -7,21 +7,32 @@ from django.utils import timezone
 
 from core.lookups import CompiledLookup
 from core.tokens import token_fingerprint
-from kb.policy import query_refusal
+from kb.policy import StakeholderSnapshot, query_refusal
 from registry.models import TokenDelegation
 from registry.services import LAST_USED_RESOLUTION, delegation_mark_used
 
 
 @dataclass(frozen=True)
 class Principal:
+    """Who asks on /mcp: the delegation and its stakeholder as read once, in the gate's join.
+
+    Everything after the gate decides on `asker` and reads no stakeholder again; the data layer
+    checks it against the stored row as it reads."""
+
     delegation_id: int
-    stakeholder_id: str
-    role: str
-    branch_id: str | None
+    asker: StakeholderSnapshot
     tools: frozenset[str]
     display_prefix: str
     fingerprint: str
     permitted: bool  # False: a valid token whose stakeholder may not query (403, not 401)
+
+    @property
+    def stakeholder_id(self) -> str:
+        return self.asker.stakeholder_id
+
+    @property
+    def role(self) -> str:
+        return self.asker.role
 
 
 @dataclass(frozen=True)
@@ -88,9 +99,9 @@ def authenticate_token(token: str) -> Authentication:
     return Authentication(
         Principal(
             delegation_id=delegation_id,
-            stakeholder_id=stakeholder_id,
-            role=role,
-            branch_id=branch_id,
+            asker=StakeholderSnapshot(
+                stakeholder_id=stakeholder_id, role=role, branch_id=branch_id, status=status
+            ),
             tools=frozenset(tools),
             display_prefix=prefix,
             fingerprint=fingerprint,
