@@ -22,7 +22,7 @@ from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
 from kb.assertions import DIRECT_ACTOR, MAX_LIFETIME_SECONDS, Asker, signing_keys
 from kb.catalogue import TOOL_NAME
-from kb.models import Stakeholder
+from kb.errors import KbError
 from kb.ords_identity import (
     OrdsIdentity,
     TokenExchange,
@@ -30,7 +30,7 @@ from kb.ords_identity import (
     ords_bearer,
     ords_bearer_rejected,
 )
-from kb.policy import PolicyRefused
+from kb.policy import PolicyRefused, StakeholderSnapshot
 from kb.selectors import kb_as_of_date
 
 log = logging.getLogger(__name__)
@@ -51,17 +51,12 @@ REMOVED_SETTINGS = {
 }
 
 
-class OrdsError(Exception):
+class OrdsError(KbError):
     """ORDS did not answer usably (5xx, timeout, redirect, bad reply); the message is for users."""
 
     def __init__(self, message: str, *, reason: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
+        super().__init__(message, reason=reason)
         self.status = status
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class OrdsRefused(PolicyRefused):
@@ -113,7 +108,7 @@ def ords_answer(
     *,
     prompt: str,
     limit: int,
-    stakeholder: Stakeholder,
+    stakeholder: StakeholderSnapshot,
     delegation_id: int | None = None,
     config: OrdsConfig | None = None,
 ) -> dict:
@@ -178,7 +173,7 @@ def ords_answer(
     return answer_from_reply(_json_object(body), limit=limit, stakeholder=stakeholder)
 
 
-def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> dict:
+def answer_from_reply(reply: dict, *, limit: int, stakeholder: StakeholderSnapshot) -> dict:
     """Map the assumed ORDS reply ({"items", "columns"?, "hasMore"?, ...}) to the answer shape."""
     items = reply.get("items")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
