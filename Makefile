@@ -22,6 +22,7 @@ run: $(VENV)/.installed
 	$(MANAGE) load_kb_demo
 	$(MANAGE) ensure_admin
 	$(MANAGE) issue_demo_delegations
+	$(MANAGE) ensure_demo_logins
 	bin/serve
 
 lint: $(VENV)/.installed

@@ -15,10 +15,12 @@ GROUP_PERMISSIONS = {
         "registry": ("view", "add", "change", "delete"),
         "kb": ("view",),
         "audit": ("view",),
+        "signin": ("view", "add", "change", "delete"),
     },
     AUDITORS: {
         "registry": ("view",),
         "audit": ("view",),
+        "signin": ("view",),
     },
 }
 # Rights that are not implied by view/add/change/delete. Using the console sends a user's bearer

@@ -8,6 +8,7 @@ caller's timeout (each caller's own setting), and a body is read only up to a ca
 """
 
 import ipaddress
+import ssl
 import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -100,10 +101,15 @@ def _client_options(timeout: float, headers: Mapping[str, str] | None) -> dict:
     }
 
 
-def outbound_client(*, timeout: float, headers: Mapping[str, str] | None = None) -> httpx.Client:
+def outbound_client(
+    *,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    verify: ssl.SSLContext | bool = True,
+) -> httpx.Client:
     """A client that never follows a redirect nor reads proxies or .netrc from the environment.
     `timeout` (seconds, from the caller's setting) bounds each connect, write and read."""
-    return httpx.Client(**_client_options(timeout, headers))
+    return httpx.Client(**_client_options(timeout, headers), verify=verify)
 
 
 def outbound_async_client(
@@ -170,6 +176,45 @@ def _post(
                 raise OutboundError("redirect", status=response.status_code)
             body = read_capped(response, max_bytes=max_bytes, deadline=deadline)
             return response.status_code, body
+    except httpx.TimeoutException:
+        raise OutboundError("timeout") from None
+    except httpx.HTTPError as exc:
+        raise OutboundError("unreachable", detail=type(exc).__name__) from None
+
+
+def get_capped(
+    url: str,
+    *,
+    timeout: float,
+    max_bytes: int,
+    headers: Mapping[str, str] | None = None,
+    connect_to: str | None = None,
+    verify: ssl.SSLContext | bool = True,
+) -> tuple[int, httpx.Headers, bytes]:
+    """GET; (status, headers, body), under the same caps as `post_json`. `connect_to` is the
+    address already checked for the URL's host: the connection goes there, while TLS (SNI and
+    the certificate) and the Host header still name the host, so a second DNS answer cannot
+    move the request elsewhere."""
+    deadline = time.monotonic() + timeout
+    parts = urlsplit(url)
+    target, extensions = url, {}
+    if connect_to is not None:
+        address = f"[{connect_to}]" if ":" in connect_to else connect_to
+        netloc = address if parts.port is None else f"{address}:{parts.port}"
+        target = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+        extensions = {"sni_hostname": parts.hostname}
+    request_headers = {**(headers or {}), "Host": parts.netloc}
+    try:
+        with (
+            outbound_client(timeout=timeout, verify=verify) as client,
+            client.stream(
+                "GET", target, headers=request_headers, extensions=extensions
+            ) as response,
+        ):
+            if 300 <= response.status_code < 400:
+                raise OutboundError("redirect", status=response.status_code)
+            body = read_capped(response, max_bytes=max_bytes, deadline=deadline)
+            return response.status_code, response.headers, body
     except httpx.TimeoutException:
         raise OutboundError("timeout") from None
     except httpx.HTTPError as exc:

@@ -4,7 +4,7 @@ import re
 
 # Secret-shaped text a peer might echo back: a bearer header value, or one of our own tokens.
 SECRET_SHAPES = re.compile(
-    r"(?i:\bbearer\s+)[A-Za-z0-9\-._~+/]+=*|\b(?:hbvpd|hbapi)_[A-Za-z0-9\-._~+/]+=*"
+    r"(?i:\bbearer\s+)[A-Za-z0-9\-._~+/]+=*|\b(?:hbvpd|hbapi|hboat|hbort)_[A-Za-z0-9\-._~+/]+=*"
 )
 REDACTED = "[redacted]"
 MAX_REDACT_DEPTH = 64

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
+from oauth2_provider.views import OAuthServerMetadataView
 from rest_framework.routers import DefaultRouter
 
 import kb.metrics  # noqa: F401  (their metrics are defined on import: listed at zero from the start)
@@ -13,6 +14,7 @@ from audit.api import (
 )
 from core.metrics import MetricsView
 from core.views import healthz
+from signin.urls import signin_patterns, toolkit_patterns
 
 router = DefaultRouter()
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
@@ -22,6 +24,13 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("admin/", admin.site.urls),
+    path("oauth/", include((toolkit_patterns, "oauth2_provider"))),
+    path("oauth/", include((signin_patterns, "signin"))),
+    path(
+        ".well-known/oauth-authorization-server",
+        OAuthServerMetadataView.as_view(),
+        name="oauth-authorization-server",
+    ),
     path("api/audit-verifier-keys/", VerifierKeysView.as_view(), name="audit-verifier-keys"),
     path("api/", include(router.urls)),
     path(

@@ -29,6 +29,7 @@ from mcpserver.records import (
     secrets_sent,
 )
 from mcpserver.threads import in_db_thread
+from registry.declarations import TOOL_NAME_RE
 from registry.tokens import MalformedToken, bearer_from_header
 
 if TYPE_CHECKING:
@@ -298,7 +299,7 @@ class McpGate:
         known = request.known
         record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
         if record.tool not in request.principal.tools:
-            return _forbidden(request, Reason.TOOL_NOT_DELEGATED)
+            return _forbidden(request, Reason.TOOL_NOT_DELEGATED, needed=record.tool)
         arguments = params.get("arguments")
         if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
             record.prompt_length = len(arguments["prompt"])
@@ -459,13 +460,17 @@ def _unauthorized(request: "_Request", reason) -> Refusal:
     )
 
 
-def _forbidden(request: "_Request", reason) -> Refusal:
+def _forbidden(request: "_Request", reason, *, needed: str = "") -> Refusal:
+    """403. `needed` is the tool the call asked for and the grant lacks: RFC 6750's scope= names
+    it (our scopes are the tools' names), so a signing-in client can ask for it."""
     description, message = _FORBIDDEN_ADVICE[reason]
     challenge = (
         f'Bearer realm="hyperbook", error="insufficient_scope", '
         f'error_description="{description}", '
         f'resource_metadata="{protected_resource_metadata_url(request.self_url)}"'
     )
+    if needed and TOOL_NAME_RE.match(needed):
+        challenge += f', scope="{needed}"'
     body = rpc_error(FORBIDDEN, message, _request_id(request))
     body["error"]["data"] = {"error": "insufficient_scope", "error_description": description}
     return Refusal(

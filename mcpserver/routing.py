@@ -71,6 +71,8 @@ async def _protected_resource_metadata(scope, send):
     """RFC 9728 metadata, behind the well-known Host check."""
     headers = request_headers(scope)
     resource = settings.MCP_RESOURCE_URL or own_url({**scope, "path": "/mcp"}, headers)
+    # hyperbook's own authorization server (agents sign in as their user), then any others.
+    issuer = settings.OAUTH_ISSUER or resource.rsplit("/", 1)[0]
     if not _well_known_host_allowed(headers):
         status, body = 403, {"error": "Host not allowed"}
     else:
@@ -78,7 +80,9 @@ async def _protected_resource_metadata(scope, send):
             200,
             {
                 "resource": resource,
-                "authorization_servers": settings.MCP_AUTHORIZATION_SERVERS,
+                "authorization_servers": list(
+                    dict.fromkeys([issuer, *settings.MCP_AUTHORIZATION_SERVERS])
+                ),
                 "bearer_methods_supported": ["header"],
                 "scopes_supported": ["ords.query.kb_select_ai_vpd"],
                 "resource_name": "hyperbook KB VPD MCP",

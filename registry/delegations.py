@@ -251,6 +251,7 @@ _delegation_by_fingerprint = CompiledLookup(
         "stakeholder__role",
         "stakeholder__branch_id",
         "stakeholder__status",
+        "token_expires_at",
     ),
 )
 
@@ -275,11 +276,14 @@ def authenticate_token(token: str) -> Authentication:
         role,
         branch_id,
         status,
+        token_expires_at,
     ) = row
     now = timezone.now()
     state = delegation_state(revoked_at, expires_at, audience, now)
     if state != ACTIVE:
         return Authentication(None, state)
+    if token_expires_at is not None and token_expires_at <= now:
+        return Authentication(None, EXPIRED)  # a sign-in's access token: the agent refreshes it
     if last_used_at is None or last_used_at < now - LAST_USED_RESOLUTION:
         delegation_mark_used(delegation_id=delegation_id, now=now)
     return Authentication(

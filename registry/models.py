@@ -160,6 +160,7 @@ class TokenDelegation(models.Model):
     class Source(models.TextChoices):
         ISSUED = "issued", _("hyperbook에서 발급")
         REGISTERED = "registered", _("외부 발급 토큰 등록")
+        SIGNED_IN = "signed_in", _("에이전트 로그인 (OAuth)")
 
     fingerprint = models.CharField(_("토큰 지문 (HMAC-SHA256)"), max_length=64, unique=True)
     display_prefix = models.CharField(_("표시용 접두어"), max_length=16, blank=True)
@@ -202,6 +203,13 @@ class TokenDelegation(models.Model):
         related_name="+",
         verbose_name=_("폐기자"),
     )
+    # A sign-in's delegation (source "signed_in"): the OAuth client it was granted to, and the
+    # family of refresh tokens that renews its access token. The current access token's
+    # fingerprint is `fingerprint`; it is good until `token_expires_at`, the grant until
+    # `expires_at`.
+    oauth_client_id = models.CharField(_("OAuth 클라이언트 ID"), max_length=255, blank=True)
+    oauth_token_family = models.UUIDField(_("갱신 토큰 계열"), null=True, blank=True, unique=True)
+    token_expires_at = models.DateTimeField(_("접근 토큰 만료"), null=True, blank=True)
 
     objects = DelegationQuerySet.as_manager()
 

@@ -1,6 +1,7 @@
 """Settings shared by every environment; values come from the environment (12-factor)."""
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONE, SELF
@@ -30,6 +31,8 @@ INSTALLED_APPS = [
     "registry",
     "audit",
     "mcpserver",
+    "oauth2_provider",
+    "signin",
 ]
 
 MIDDLEWARE = [
@@ -217,7 +220,74 @@ MCP_ALLOWED_ORIGINS = env_list(
 # Host header values /mcp answers to (DNS-rebinding defence); a port is allowed on each.
 MCP_ALLOWED_HOSTS = env_list("MCP_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 MCP_RESOURCE_URL = env_str("MCP_RESOURCE_URL")  # public URL of /mcp; derived from Host when unset
-MCP_AUTHORIZATION_SERVERS = env_list("MCP_AUTHORIZATION_SERVERS")
+MCP_AUTHORIZATION_SERVERS = env_list("MCP_AUTHORIZATION_SERVERS")  # besides hyperbook's own
+
+# Agents signing in as their user (OAuth 2.1, django-oauth-toolkit under /oauth/): every approved
+# sign-in is a TokenDelegation, so /mcp's gate, limits, audit and revocation apply unchanged.
+# OAUTH_ISSUER is this authorization server's origin; else the origin of MCP_RESOURCE_URL; else the
+# origin a request arrived at (behind ALLOWED_HOSTS).
+OAUTH_ISSUER = env_str("OAUTH_ISSUER").rstrip("/")
+if not OAUTH_ISSUER and MCP_RESOURCE_URL:
+    OAUTH_ISSUER = "{0.scheme}://{0.netloc}".format(urlsplit(MCP_RESOURCE_URL))
+OAUTH_GRANT_DAYS = env_int("OAUTH_GRANT_DAYS", 30)  # a grant's default lifetime on the consent page
+OAUTH_ACCESS_TOKEN_SECONDS = env_int("OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+# Hosts a Client ID Metadata Document may be fetched from although they are loopback, private or
+# link-local (a client on this machine or in this network); public hosts need no listing.
+OAUTH_CIMD_ALLOWED_HOSTS = env_list("OAUTH_CIMD_ALLOWED_HOSTS")
+# A PEM bundle the metadata fetch trusts instead of the system's (a private CA).
+OAUTH_CIMD_CA_BUNDLE = env_str("OAUTH_CIMD_CA_BUNDLE")
+OAUTH_CIMD_TIMEOUT_SECONDS = env_int("OAUTH_CIMD_TIMEOUT_SECONDS", 5)
+OAUTH_CIMD_MAX_BYTES = env_int("OAUTH_CIMD_MAX_BYTES", 16384)
+OAUTH_DCR_ENABLED = env_bool("OAUTH_DCR_ENABLED", False)  # RFC 7591 dynamic registration
+OAUTH2_PROVIDER = {
+    "OAUTH2_VALIDATOR_CLASS": "signin.validator.DelegationValidator",
+    "ACCESS_TOKEN_GENERATOR": "signin.tokens.new_access_token",
+    "REFRESH_TOKEN_GENERATOR": "signin.tokens.new_refresh_token",
+    "SCOPES": {"ords.query.kb_select_ai_vpd": "KB Select AI (VPD)"},
+    "DEFAULT_SCOPES": ["ords.query.kb_select_ai_vpd"],
+    "PKCE_REQUIRED": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": DELEGATION_MAX_LIFETIME_DAYS * 86400,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_basic",
+        "client_secret_post",
+    ],
+    "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "signin.cimd.OutboundMetadataFetcher",
+    "CIMD_FETCH_TIMEOUT_SECONDS": OAUTH_CIMD_TIMEOUT_SECONDS,
+    "CIMD_MAX_DOCUMENT_SIZE": OAUTH_CIMD_MAX_BYTES,
+    "DCR_ENABLED": OAUTH_DCR_ENABLED,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    # RFC 9700: no implicit or password grant, S256 only, `iss` in every authorization response,
+    # and no token kept in the clear (the validator keeps keyed fingerprints only).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
+# The toolkit's own models (named here because migrations that refer to them must resolve them).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"  # noqa: S105
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S105
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+LOGIN_URL = "signin:login"
 MCP_PROMPT_MAX_LENGTH = env_int("MCP_PROMPT_MAX_LENGTH", 2000)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 65536)
 MCP_RATE_LIMIT = env_str("MCP_RATE_LIMIT", "120/minute")  # per delegation

@@ -1,0 +1,160 @@
+"""Signing an agent in, as rules: who may grant, what a grant is (a TokenDelegation, under the
+same rules as an issued one), how its access token is bound and renewed, and how it ends."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+from audit.models import AuditEvent
+from audit.services import audit_change
+from core.tokens import token_fingerprint
+from kb.models import Stakeholder
+from registry.delegations import (
+    DelegationError,
+    _checked_delegation_terms,
+    _delegation_snapshot,
+    delegation_revoke,
+)
+from registry.models import TokenDelegation
+from registry.tokens import display_prefix, generate_token
+from signin.models import StakeholderLogin
+
+
+class GrantRefused(DelegationError):
+    """The signed-in user may not grant this (no stakeholder, or terms outside the rules)."""
+
+
+@dataclass(frozen=True)
+class GrantTerms:
+    tools: list[str]
+    expires_at: datetime
+
+
+def stakeholder_of(user) -> Stakeholder | None:
+    """The stakeholder a login acts as, or None (it can then grant nothing)."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    link = StakeholderLogin.objects.select_related("stakeholder").filter(user=user).first()
+    return link.stakeholder if link is not None else None
+
+
+def default_grant_expiry(now: datetime | None = None) -> datetime:
+    days = min(settings.OAUTH_GRANT_DAYS, settings.DELEGATION_MAX_LIFETIME_DAYS)
+    return (now or timezone.now()) + timedelta(days=days)
+
+
+def grant_approve(
+    *, user, client_id: str, client_name: str, resource: str, terms: GrantTerms
+) -> TokenDelegation:
+    """The user's yes on the consent page: a delegation acting as their stakeholder for this
+    client, audited as delegation.granted. It has no usable token yet: the code exchange binds
+    the first access token to it."""
+    stakeholder = stakeholder_of(user)
+    if stakeholder is None:
+        raise GrantRefused(_("이 로그인에는 연결된 관계자가 없어 에이전트를 승인할 수 없습니다."))
+    tools = _checked_delegation_terms(tools=terms.tools, expires_at=terms.expires_at)
+    with transaction.atomic():
+        delegation = TokenDelegation.objects.create(
+            # Unusable until the code exchange: the fingerprint of a token nobody ever sees.
+            fingerprint=token_fingerprint(generate_token()),
+            display_prefix="",
+            source=TokenDelegation.Source.SIGNED_IN,
+            stakeholder=stakeholder,
+            agent_name=(client_name or client_id)[:128],
+            tools=tools,
+            audience=resource,
+            expires_at=terms.expires_at,
+            created_by=user,
+            oauth_client_id=client_id[:255],
+        )
+        audit_change(
+            action=AuditEvent.Action.DELEGATION_GRANTED,
+            actor=user,
+            target=f"delegation:{delegation.pk}",
+            before=None,
+            after=_grant_snapshot(delegation),
+        )
+    return delegation
+
+
+def grant_bind_access_token(
+    *, delegation: TokenDelegation, access_token: str, expires: datetime, refreshed: bool
+) -> None:
+    """The delegation answers to this access token from now on (the one before it stops: a
+    refresh rotates it), until `expires` or the grant's own end, whichever is first."""
+    updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
+        fingerprint=token_fingerprint(access_token),
+        display_prefix=display_prefix(access_token),
+        token_expires_at=min(expires, delegation.expires_at),
+    )
+    if updated and refreshed:
+        audit_change(
+            action=AuditEvent.Action.DELEGATION_REFRESHED,
+            actor=delegation.created_by,
+            target=f"delegation:{delegation.pk}",
+            before=None,
+            after={
+                "client_id": delegation.oauth_client_id,
+                "token_expires_at": expires.isoformat(),
+            },
+        )
+
+
+def grant_bind_token_family(*, delegation: TokenDelegation, family: uuid.UUID) -> None:
+    TokenDelegation.objects.filter(pk=delegation.pk).update(oauth_token_family=family)
+
+
+def grant_for_family(family: uuid.UUID | None) -> TokenDelegation | None:
+    if family is None:
+        return None
+    return TokenDelegation.objects.filter(oauth_token_family=family).first()
+
+
+def grant_is_live(delegation: TokenDelegation | None) -> bool:
+    return delegation is not None and delegation.state(now=timezone.now()) == "active"
+
+
+def grant_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=None) -> bool:
+    """End the grant: the delegation (so /mcp refuses its token at the next request) and every
+    token of its refresh family (so it cannot be renewed). Audited once."""
+    with transaction.atomic():
+        revoked = delegation_revoke(delegation=delegation, reason=reason, revoked_by=revoked_by)
+        if delegation.oauth_token_family is not None:
+            _revoke_family(delegation.oauth_token_family)
+    return revoked
+
+
+def _revoke_family(family: uuid.UUID) -> None:
+    now = timezone.now()
+    refresh_tokens = get_refresh_token_model().objects.filter(token_family=family)
+    get_access_token_model().objects.filter(source_refresh_token__in=refresh_tokens).update(
+        expires=now
+    )
+    get_access_token_model().objects.filter(refresh_token__in=refresh_tokens).update(expires=now)
+    refresh_tokens.filter(revoked__isnull=True).update(revoked=now)
+
+
+def _grant_snapshot(delegation: TokenDelegation) -> dict:
+    return {**_delegation_snapshot(delegation), "client_id": delegation.oauth_client_id}
+
+
+def grants_visible_to(user):
+    """The grants a user's page lists: their own; everyone's for those who may see every
+    delegation (auditors, mcp_admins)."""
+    grants = TokenDelegation.objects.filter(source=TokenDelegation.Source.SIGNED_IN).select_related(
+        "stakeholder", "created_by"
+    )
+    if user.has_perm("registry.view_tokendelegation"):
+        return grants
+    return grants.filter(created_by=user)
+
+
+def grant_revocable_by(user, delegation: TokenDelegation) -> bool:
+    """Their own grant, or any for those who may change delegations (mcp_admins)."""
+    return delegation.created_by_id == user.pk or user.has_perm("registry.change_tokendelegation")

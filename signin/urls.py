@@ -1,0 +1,24 @@
+"""/oauth/: the authorization server (the toolkit's endpoints, in its namespace, which its
+metadata view reverses) and the sign-in pages."""
+
+from django.conf import settings
+from django.urls import path
+from oauth2_provider import views as toolkit
+
+from signin import views
+
+toolkit_patterns = [
+    path("authorize/", views.ConsentView.as_view(), name="authorize"),
+    path("token/", views.TokenView.as_view(), name="token"),
+    path("revoke_token/", toolkit.RevokeTokenView.as_view(), name="revoke-token"),
+]
+if settings.OAUTH_DCR_ENABLED:
+    toolkit_patterns.append(
+        path("register/", toolkit.DynamicClientRegistrationView.as_view(), name="dcr-register")
+    )
+
+signin_patterns = [
+    path("login/", views.SigninLoginView.as_view(), name="login"),
+    path("agents/", views.my_agents, name="my-agents"),
+    path("agents/<int:pk>/revoke/", views.my_agent_revoke, name="my-agent-revoke"),
+]
