@@ -193,14 +193,14 @@ def warm_up() -> None:
 
 
 def query_backend() -> str:
-    backend = getattr(settings, "KB_QUERY_BACKEND", EMBEDDED) or EMBEDDED
+    backend = settings.KB_QUERY_BACKEND or EMBEDDED
     if backend not in (EMBEDDED, ORDS):
         raise ImproperlyConfigured(f"KB_QUERY_BACKEND must be {EMBEDDED!r} or {ORDS!r}")
     return backend
 
 
 def plan_provider() -> str:
-    provider = getattr(settings, "SELECT_AI_PROVIDER", BUILTIN) or BUILTIN
+    provider = settings.SELECT_AI_PROVIDER or BUILTIN
     if provider not in (BUILTIN, OPENAI_COMPATIBLE):
         raise ImproperlyConfigured(
             f"SELECT_AI_PROVIDER must be {BUILTIN!r} or {OPENAI_COMPATIBLE!r}"

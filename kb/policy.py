@@ -524,7 +524,7 @@ _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def reader_role() -> str:
     """The PostgreSQL role KB reads run as (settings.KB_DB_READER_ROLE), checked to be plain."""
-    name = getattr(settings, "KB_DB_READER_ROLE", "") or ""
+    name = settings.KB_DB_READER_ROLE or ""
     if not _ROLE_NAME.match(name):
         raise ImproperlyConfigured(
             "KB_DB_READER_ROLE must be a lower-case PostgreSQL role name ([a-z_][a-z0-9_]*)"

@@ -18,6 +18,7 @@ backend. tests/kb/test_vpd_compiled.py checks the answers against the ORM over g
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ from kb.policy import (
     Mask,
     PolicedPlan,
     PolicyRefused,
+    RowFilter,
     StakeholderSnapshot,
     check_stakeholder_allowed,
     column_masks,
@@ -46,7 +48,7 @@ from kb.policy import (
     police,
     query_refusal,
     reader_role,
-    row_filter,
+    visible_customers_q,
 )
 from kb.selectors import kb_as_of_date
 
@@ -120,7 +122,12 @@ def execute_plan(
     check_stakeholder_allowed(asker)  # whether it may query at all, before the plan is read
     # A hand-built Plan is validated from its JSON form like a dict: a literal plan has one way in.
     parsed = plan_parse(plan.as_dict() if isinstance(plan, Plan) else plan)
-    return execute(police(parsed, asker, as_question=False), interpretation=interpretation)
+    policed = police(parsed, asker, as_question=False)
+    # A literal plan's row filter is read through visible_customers_q, the policy's ORM form of
+    # the same data: the row-level security tests take it away there and see RLS hold alone.
+    paths, values = _row_filter(policed.asker, parsed.spec.customer_path)
+    policed = dataclasses.replace(policed, rows=RowFilter(paths, values))
+    return execute(policed, interpretation=interpretation)
 
 
 # The policy's view of a plan, under the names the compiled-statement tests read it by.
@@ -129,8 +136,14 @@ _output_columns = output_columns
 
 
 def _row_filter(stakeholder, customer_path: str) -> tuple[tuple, tuple]:
-    rows = row_filter(stakeholder, customer_path=customer_path)
-    return rows.paths, rows.values
+    """visible_customers_q as (ORM paths, values): ANDed equalities only (none for hq); anything
+    else it may say one day is refused rather than half understood."""
+    q = visible_customers_q(stakeholder, customer_path=customer_path)
+    if q.negated or (q.connector != "AND" and len(q.children) > 1):
+        raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
+    if not all(isinstance(child, tuple) for child in q.children):
+        raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
+    return tuple(path for path, _ in q.children), tuple(value for _, value in q.children)
 
 
 def _fetch(connection, sql: str, params: list) -> list[tuple]:
