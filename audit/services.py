@@ -138,6 +138,29 @@ def audit_change(
     )
 
 
+def revoke_once(
+    row: models.Model, *, action: AuditEvent.Action, actor, target: str, snapshot, **revoked
+) -> bool:
+    """Revoke `row` (a model with `revoked_at`) unless it already is, and audit that once.
+
+    A second revoke changes nothing and writes no event, so the first one's fields (a reason, who)
+    stay. `snapshot(row)` gives the non-secret fields the event records before and after;
+    `revoked` are further fields set with `revoked_at`. Returns whether this call revoked it."""
+    with transaction.atomic():
+        before = snapshot(row)
+        updated = (
+            type(row)
+            .objects.filter(pk=row.pk, revoked_at__isnull=True)
+            .update(revoked_at=timezone.now(), **revoked)
+        )
+        row.refresh_from_db()
+        if updated:
+            audit_change(
+                action=action, actor=actor, target=target, before=before, after=snapshot(row)
+            )
+    return bool(updated)
+
+
 def _queue_delivery(last_sequence: int) -> None:
     """After the commit: ask a worker to deliver, and to sign a checkpoint when enough events have
     been appended since (the worker's timer covers the rest)."""

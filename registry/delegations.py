@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
-from audit.services import audit_change
+from audit.services import audit_change, revoke_once
 from core.lookups import CompiledLookup
 from core.tokens import token_fingerprint
 from kb.models import Stakeholder
@@ -162,21 +162,15 @@ def delegation_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=No
     reason = (reason or "").strip()
     if not reason:
         raise DelegationError(_("폐기 사유를 입력하세요."))
-    with transaction.atomic():
-        before = _delegation_snapshot(delegation)
-        updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now(), revoked_reason=reason[:500], revoked_by=revoked_by
-        )
-        delegation.refresh_from_db()
-        if updated:
-            audit_change(
-                action=AuditEvent.Action.DELEGATION_REVOKED,
-                actor=revoked_by,
-                target=f"delegation:{delegation.pk}",
-                before=before,
-                after=_delegation_snapshot(delegation),
-            )
-    return bool(updated)
+    return revoke_once(
+        delegation,
+        action=AuditEvent.Action.DELEGATION_REVOKED,
+        actor=revoked_by,
+        target=f"delegation:{delegation.pk}",
+        snapshot=_delegation_snapshot,
+        revoked_reason=reason[:500],
+        revoked_by=revoked_by,
+    )
 
 
 def _delegation_snapshot(delegation: TokenDelegation) -> dict:
