@@ -161,11 +161,15 @@ def revoke_once(
     return bool(updated)
 
 
-def _queue_delivery(last_sequence: int) -> None:
-    """After the commit: ask a worker to deliver, and to sign a checkpoint when enough events have
-    been appended since (the worker's timer covers the rest)."""
-    # Imported here: the task module imports Celery, which services otherwise need not load.
-    from audit.tasks import request_checkpoint_after, request_delivery
+def _no_follow_up(last_sequence: int) -> None:
+    return None
 
-    request_delivery()
-    request_checkpoint_after(last_sequence)
+
+# What an append asks for once it commits: audit.apps sets it to audit.tasks.after_append (ask a
+# worker to deliver, and to sign a checkpoint when due), so the append path imports no task module
+# and the tasks, which use the checkpoints, which append, form no circle.
+after_append_committed = _no_follow_up
+
+
+def _queue_delivery(last_sequence: int) -> None:
+    after_append_committed(last_sequence)
