@@ -52,6 +52,8 @@ class AuditEvent(models.Model):
         DELEGATION_GRANTED = "delegation.granted", _("에이전트 로그인 승인")
         DELEGATION_REFRESHED = "delegation.refreshed", _("에이전트 접근 토큰 갱신")
         OAUTH_CLIENT_CREATED = "oauth.client_created", _("OAuth 클라이언트 등록")
+        OAUTH_CLIENT_CHANGED = "oauth.client_changed", _("OAuth 클라이언트 변경")
+        STAKEHOLDER_LINK_CHANGED = "signin.stakeholder_link_changed", _("로그인-관계자 연결 변경")
         TOOL_PINNED = "registry.tool_pinned", _("도구 고정")
         TOOL_CHANGED = "registry.tool_changed", _("도구 정의 변경")
         TOOL_QUARANTINED = "registry.tool_quarantined", _("도구 격리")

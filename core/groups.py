@@ -16,11 +16,13 @@ GROUP_PERMISSIONS = {
         "kb": ("view",),
         "audit": ("view",),
         "signin": ("view", "add", "change", "delete"),
+        "oauth2_provider": ("view", "add", "change", "delete"),
     },
     AUDITORS: {
         "registry": ("view",),
         "audit": ("view",),
         "signin": ("view",),
+        "oauth2_provider": ("view",),
     },
 }
 # Rights that are not implied by view/add/change/delete. Using the console sends a user's bearer

@@ -80,6 +80,6 @@ def kb_database_role_problems(*, using: str = "default") -> list[str]:
             kind = "a superuser" if superuser else "a BYPASSRLS role"
             problems.append(
                 f"{what} {name!r} is {kind}: row-level security does not apply to it, "
-                "so the KB rows are not held by the database (see the README, Running at scale)"
+                "so the KB rows are not held by the database (docs/deployment.md: Running at scale)"
             )
     return problems

@@ -3,7 +3,7 @@
 This server is stateless and answers in JSON, so every POST is one request and one response. For
 the handshake-era versions (2024-11-05 to 2025-11-25) the SDK's stateless transport still builds a
 transport, memory streams, a dispatcher and a server task for each POST: about half of its cost
-per request here (see the README's performance section). The SDK itself serves 2026-07-28 requests
+per request here (see docs/development.md, Performance). The SDK itself serves 2026-07-28 requests
 as a single exchange through `mcp.server.runner.serve_one`; this module serves the earlier versions
 the same way, with the same kernel (`ServerRunner`: initialize negotiation, per-version validation
 and result shaping, handler lookup), so the wire behaviour is the SDK's (tests/mcpserver/

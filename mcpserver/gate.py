@@ -180,7 +180,9 @@ class McpGate:
                 "message": request.message,
             },
         }
-        await self.app(scope, _replay(request.body), _with_headers(send, request.cors))
+        await self.app(
+            scope, _replay(request.body, request.receive), _with_headers(send, request.cors)
+        )
 
     # --- the checks, in the order of the README's table ---------------------------------------
 
@@ -578,7 +580,10 @@ async def _read_body(receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _replay(body: bytes):
+def _replay(body: bytes, receive_more):
+    """The body the gate has read, then the client's own `receive`: what follows the body is the
+    client's disconnect, when it happens. (Answering "disconnected" at once makes the SDK cancel a
+    handler that watches for it, as on its `subscriptions/listen` path, and no response is sent.)"""
     sent = False
 
     async def receive():
@@ -586,8 +591,7 @@ def _replay(body: bytes):
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        # Afterwards behave like a client that is still connected until the response is done.
-        return {"type": "http.disconnect"}
+        return await receive_more()
 
     return receive
 

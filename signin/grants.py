@@ -15,6 +15,7 @@ from audit.models import AuditEvent
 from audit.services import audit_change
 from core.tokens import token_fingerprint
 from kb.models import Stakeholder
+from kb.policy import query_refusal
 from registry.delegations import (
     DelegationError,
     _checked_delegation_terms,
@@ -58,6 +59,11 @@ def grant_approve(
     stakeholder = stakeholder_of(user)
     if stakeholder is None:
         raise GrantRefused(_("이 로그인에는 연결된 관계자가 없어 에이전트를 승인할 수 없습니다."))
+    refusal = query_refusal(
+        role=stakeholder.role, status=stakeholder.status, branch_id=stakeholder.branch_id
+    )
+    if refusal is not None:  # it could grant nothing /mcp would answer
+        raise GrantRefused(str(refusal))
     tools = _checked_delegation_terms(tools=terms.tools, expires_at=terms.expires_at)
     with transaction.atomic():
         delegation = TokenDelegation.objects.create(

@@ -1,7 +1,6 @@
 """/oauth/: the authorization server (the toolkit's endpoints, in its namespace, which its
 metadata view reverses) and the sign-in pages."""
 
-from django.conf import settings
 from django.urls import path
 from oauth2_provider import views as toolkit
 
@@ -11,11 +10,14 @@ toolkit_patterns = [
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
     path("token/", views.TokenView.as_view(), name="token"),
     path("revoke_token/", toolkit.RevokeTokenView.as_view(), name="revoke-token"),
+    # Answers 404 unless OAUTH_DCR_ENABLED (the toolkit's DCR_ENABLED) is on.
+    path("register/", toolkit.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+    path(
+        "register/<str:client_id>/",
+        toolkit.DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
 ]
-if settings.OAUTH_DCR_ENABLED:
-    toolkit_patterns.append(
-        path("register/", toolkit.DynamicClientRegistrationView.as_view(), name="dcr-register")
-    )
 
 signin_patterns = [
     path("login/", views.SigninLoginView.as_view(), name="login"),

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('kb', '0002_row_level_security'),
-        ('registry', '0007_tokendelegation_oauth_client_id_and_more'),
+        ('registry', '0007_signed_in_delegations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
         migrations.swappable_dependency(settings.OAUTH2_PROVIDER_GRANT_MODEL),
     ]

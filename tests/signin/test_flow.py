@@ -48,3 +48,25 @@ def test_a_code_is_good_once(client, client_app, planner):
     replay = exchange(client, client_app, answer["code"], pkce)
     assert replay.status_code == 400
     assert replay.json()["error"] == "invalid_grant"
+
+
+@pytest.mark.parametrize(
+    ("language", "title", "approve"),
+    [("ko", "에이전트 연결 승인", "승인"), ("en", "Approve agent connection", "Approve")],
+)
+def test_the_consent_page_is_korean_by_default_and_english_on_request(
+    client, client_app, planner, language, title, approve
+):
+    from tests.signin.conftest import authorize_params, new_pkce
+
+    client.force_login(planner)
+    page = client.get(
+        "/oauth/authorize/",
+        authorize_params(client_app, new_pkce()),
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert f"<title>{title} | hyperbook</title>" in text
+    assert f'value="{approve}"' in text
+    assert "KB-P-001" in text and "Test agent" in text

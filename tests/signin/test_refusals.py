@@ -172,3 +172,36 @@ def test_the_metadata_document_says_what_the_server_does(client):
     assert metadata["client_id_metadata_document_supported"] is True
     assert metadata["authorization_response_iss_parameter_supported"] is True
     assert "registration_endpoint" not in metadata  # dynamic registration is off by default
+
+
+def test_dynamic_registration_is_off_unless_enabled(client, settings):
+    body = {"redirect_uris": ["http://127.0.0.1:9999/cb"], "token_endpoint_auth_method": "none"}
+    off = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
+    assert off.status_code == 404
+
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "DCR_ENABLED": True}
+    metadata = json.loads(client.get("/.well-known/oauth-authorization-server").content)
+    assert metadata["registration_endpoint"] == "http://testserver/oauth/register/"
+    on = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
+    assert on.status_code == 201, on.content
+    assert on.json()["client_id"]
+
+
+def test_a_suspended_stakeholders_login_cannot_approve(client, client_app, kb):
+    from tests.signin.conftest import linked_user
+
+    suspended = linked_user("kb-p-099", "KB-P-099")
+    page = authorize(client, client_app, suspended)
+    response = client.post("/oauth/authorize/", consent_form(page) | {"allow": "true"})
+    assert response.status_code == 400
+    assert "정지된 사용자" in response.content.decode()
+    nothing_issued()
+
+
+def test_the_login_page_never_sends_anyone_to_another_site(client, planner):
+    response = client.post(
+        "/oauth/login/?next=https://evil.example/steal",
+        {"username": "kb-p-001", "password": "pw-kb-p-001"},
+    )
+    assert response.status_code == 302
+    assert "evil.example" not in response["Location"]

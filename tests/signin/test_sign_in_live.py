@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import httpx2
 import pytest
+import redis
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
@@ -32,6 +33,7 @@ from tests.mcpserver.conftest import TOOL
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
+BROKER = "redis://127.0.0.1:6379/12"
 PASSWORD = "sign-in-test-password-51c2"  # noqa: S105  (a throwaway test login)
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
@@ -78,8 +80,20 @@ def signin_site(world, tmp_path_factory, django_db_blocker):
             )
         client_id = json.loads(out.read_text())["client_id"]
     log = folder / "server.log"
-    with live_server(log, {"MCP_RATE_LIMIT": "10000/minute"}) as url:
+    # A real broker, so that what the server queues (audit deliveries) can be searched after.
+    broker = redis.Redis.from_url(BROKER)
+    try:
+        broker.flushdb()
+    except redis.RedisError:
+        service_missing("Redis is not answering on 127.0.0.1:6379")
+    env = {
+        "MCP_RATE_LIMIT": "10000/minute",
+        "CELERY_BROKER_URL": BROKER,
+        "EGS2_MEMORY_API_URL": "http://127.0.0.1:9/memories",  # queued, never delivered
+    }
+    with live_server(log, env) as url:
         yield {"url": url, "log": log, "client_id": client_id, "redirect_uri": redirect_uri}
+    broker.flushdb()
 
 
 async def sign_in_and_call(site: dict, username: str, prompt: str, shots: list[Path]):
@@ -276,3 +290,22 @@ def assert_nowhere(secrets, logs, shots, django_db_blocker):
                     assert not any(secret.encode() in raw for secret in secrets), path
     for shot in shots:
         assert shot.exists() and shot.stat().st_size > 0
+    broker = redis.Redis.from_url(BROKER)
+    queued = b"".join(_redis_values(broker, key) for key in broker.keys("*"))
+    assert queued, "the server queued nothing: the broker was not the one searched"
+    assert not any(secret.encode() in queued for secret in secrets)
+
+
+def _redis_values(broker, key) -> bytes:
+    kind = broker.type(key)
+    if kind == b"list":
+        return b"".join(broker.lrange(key, 0, -1))
+    if kind == b"string":
+        return broker.get(key) or b""
+    if kind == b"hash":
+        return b"".join(k + v for k, v in broker.hgetall(key).items())
+    if kind == b"set":
+        return b"".join(broker.smembers(key))
+    if kind == b"zset":
+        return b"".join(broker.zrange(key, 0, -1))
+    return key
