@@ -4,10 +4,9 @@ import secrets
 from datetime import datetime
 
 from django.db import transaction
-from django.utils import timezone
 
 from audit.models import AuditEvent
-from audit.services import audit_change
+from audit.services import audit_change, revoke_once
 from core.api_tokens import API_TOKEN_PREFIX
 from core.models import ApiToken
 from core.tokens import token_fingerprint
@@ -36,21 +35,13 @@ def api_token_issue(*, user, label: str, expires_at: datetime, actor=None) -> tu
 
 def api_token_revoke(*, token: ApiToken, actor=None) -> bool:
     """Revoke once; returns whether this call revoked it."""
-    with transaction.atomic():
-        before = _api_token_snapshot(token)
-        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
-        token.refresh_from_db()
-        if revoked:
-            audit_change(
-                action=AuditEvent.Action.API_TOKEN_REVOKED,
-                actor=actor,
-                target=f"api_token:{token.pk}",
-                before=before,
-                after=_api_token_snapshot(token),
-            )
-    return bool(revoked)
+    return revoke_once(
+        token,
+        action=AuditEvent.Action.API_TOKEN_REVOKED,
+        actor=actor,
+        target=f"api_token:{token.pk}",
+        snapshot=_api_token_snapshot,
+    )
 
 
 def _api_token_snapshot(token: ApiToken) -> dict:

@@ -9,8 +9,11 @@ class AuditConfig(AppConfig):
     verbose_name = _("감사 로그")
 
     def ready(self):
+        from audit import services, tasks
         from audit.metrics import AuditStateCollector
         from core.metrics import scrape_collector_add
+
+        services.after_append_committed = tasks.after_append
 
         checks.register(checkpoint_keys_check)
         scrape_collector_add(AuditStateCollector())

@@ -138,11 +138,38 @@ def audit_change(
     )
 
 
-def _queue_delivery(last_sequence: int) -> None:
-    """After the commit: ask a worker to deliver, and to sign a checkpoint when enough events have
-    been appended since (the worker's timer covers the rest)."""
-    # Imported here: the task module imports Celery, which services otherwise need not load.
-    from audit.tasks import request_checkpoint_after, request_delivery
+def revoke_once(
+    row: models.Model, *, action: AuditEvent.Action, actor, target: str, snapshot, **revoked
+) -> bool:
+    """Revoke `row` (a model with `revoked_at`) unless it already is, and audit that once.
 
-    request_delivery()
-    request_checkpoint_after(last_sequence)
+    A second revoke changes nothing and writes no event, so the first one's fields (a reason, who)
+    stay. `snapshot(row)` gives the non-secret fields the event records before and after;
+    `revoked` are further fields set with `revoked_at`. Returns whether this call revoked it."""
+    with transaction.atomic():
+        before = snapshot(row)
+        updated = (
+            type(row)
+            .objects.filter(pk=row.pk, revoked_at__isnull=True)
+            .update(revoked_at=timezone.now(), **revoked)
+        )
+        row.refresh_from_db()
+        if updated:
+            audit_change(
+                action=action, actor=actor, target=target, before=before, after=snapshot(row)
+            )
+    return bool(updated)
+
+
+def _no_follow_up(last_sequence: int) -> None:
+    return None
+
+
+# What an append asks for once it commits: audit.apps sets it to audit.tasks.after_append (ask a
+# worker to deliver, and to sign a checkpoint when due), so the append path imports no task module
+# and the tasks, which use the checkpoints, which append, form no circle.
+after_append_committed = _no_follow_up
+
+
+def _queue_delivery(last_sequence: int) -> None:
+    after_append_committed(last_sequence)

@@ -70,6 +70,13 @@ def request_checkpoint_after(last_sequence: int) -> None:
     nudger.nudge("checkpoint", _publish(create_checkpoint))
 
 
+def after_append(last_sequence: int) -> None:
+    """After an append commits (audit.services): ask a worker to deliver, and to sign a
+    checkpoint when enough events have been appended since (the worker's timer covers the rest)."""
+    request_delivery()
+    request_checkpoint_after(last_sequence)
+
+
 def _publish(task):
     """One message for the task, without kombu's retries: they held the caller for 0.6 s while
     the broker was down, and the sweep and the checkpoint timer already stand in for a lost one."""

@@ -108,7 +108,11 @@ def ours_app():
         ) -> dict:
             return FIXED_ANSWER
 
+        def answer(asker, question, *, delegation_id: int | None = None) -> dict:
+            return FIXED_ANSWER
+
         module.answer_question = answer_question
+        module.answer = answer
         module.warm_up = lambda: None  # the server warms the engine up at start
         sys.modules["kb.answering"] = module
     from hyperbook.asgi import application
@@ -526,7 +530,7 @@ class Bench:
                 "ours",
                 "ours[stub-engine]",
                 stubs="engine",
-                note="kb.answering.answer_question replaced by a function returning the bare "
+                note="kb.answering's answer functions replaced by one returning the bare "
                 "server's fixed answer (still called through the DB thread), to compare the "
                 "gate + SDK overhead on tools/call",
             )

@@ -128,7 +128,9 @@ def child(seconds: float) -> None:
         return run
 
     answering.parse_prompt = timed("parse", answering.parse_prompt)
-    answering.execute_plan = timed("execute", answering.execute_plan)
+    # Executing a plan: the policy's decision on it, then the data layer's read.
+    answering.police = timed("execute", answering.police)
+    answering.execute = timed("execute", answering.execute)
     count, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
         stakeholder_id, prompt = PROMPTS[count % len(PROMPTS)]

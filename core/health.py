@@ -6,11 +6,10 @@ only audit delivery is behind (broker, worker, backlog, the Memory API); "ok" ot
 
 import logging
 
+from celery import current_app as celery_app
 from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
-
-from hyperbook.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
 

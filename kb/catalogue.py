@@ -16,6 +16,14 @@ MIN_LIMIT, MAX_LIMIT = 1, 100
 TOOL_DEFAULT_LIMIT = 50  # the tool's `limit` when a caller leaves it out
 PLAN_DEFAULT_LIMIT = 20  # a plan's `limit` when a plan leaves it out
 
+
+def clamp_limit(value: int | None, *, default: int = TOOL_DEFAULT_LIMIT) -> int:
+    """A row limit brought into MIN_LIMIT..MAX_LIMIT; `default` when none was given."""
+    if value is None:
+        return default
+    return min(max(int(value), MIN_LIMIT), MAX_LIMIT)
+
+
 CUSTOMERS, CONTRACTS, PAYMENTS = "customers", "contracts", "premium_payments"
 
 

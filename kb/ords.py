@@ -22,7 +22,7 @@ from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
 from kb.assertions import DIRECT_ACTOR, MAX_LIFETIME_SECONDS, Asker, signing_keys
 from kb.catalogue import TOOL_NAME
-from kb.models import Stakeholder
+from kb.errors import KbError
 from kb.ords_identity import (
     OrdsIdentity,
     TokenExchange,
@@ -30,7 +30,7 @@ from kb.ords_identity import (
     ords_bearer,
     ords_bearer_rejected,
 )
-from kb.policy import PolicyRefused
+from kb.policy import PolicyRefused, StakeholderSnapshot
 from kb.selectors import kb_as_of_date
 
 log = logging.getLogger(__name__)
@@ -51,17 +51,12 @@ REMOVED_SETTINGS = {
 }
 
 
-class OrdsError(Exception):
+class OrdsError(KbError):
     """ORDS did not answer usably (5xx, timeout, redirect, bad reply); the message is for users."""
 
     def __init__(self, message: str, *, reason: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
+        super().__init__(message, reason=reason)
         self.status = status
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class OrdsRefused(PolicyRefused):
@@ -85,9 +80,9 @@ def ords_config() -> OrdsConfig:
     for name, why in REMOVED_SETTINGS.items():
         if getattr(settings, name, None):
             raise ImproperlyConfigured(f"{name} {why}")
-    url = checked_service_url(getattr(settings, "ORDS_SELECT_AI_URL", ""), "ORDS_SELECT_AI_URL")
+    url = checked_service_url(settings.ORDS_SELECT_AI_URL, "ORDS_SELECT_AI_URL")
     timeout = _positive_seconds(settings, "ORDS_SELECT_AI_TIMEOUT_SECONDS")
-    lifetime = getattr(settings, "KB_ASSERTION_LIFETIME_SECONDS", 60)
+    lifetime = settings.KB_ASSERTION_LIFETIME_SECONDS
     if isinstance(lifetime, bool) or not isinstance(lifetime, int):
         lifetime = 0
     if not 1 <= lifetime <= MAX_LIFETIME_SECONDS:
@@ -96,13 +91,13 @@ def ords_config() -> OrdsConfig:
         )
     identity = OrdsIdentity(
         issuer=_assertion_issuer(),
-        audience=getattr(settings, "ORDS_AUDIENCE", "") or _origin(url),
+        audience=settings.ORDS_AUDIENCE or _origin(url),
         resource=url,
         scope=TOOL_NAME,
         lifetime_seconds=lifetime,
         keys=signing_keys(
-            getattr(settings, "KB_ASSERTION_SIGNING_KEY_FILE", ""),
-            getattr(settings, "KB_ASSERTION_PREVIOUS_KEY_FILES", []),
+            settings.KB_ASSERTION_SIGNING_KEY_FILE,
+            settings.KB_ASSERTION_PREVIOUS_KEY_FILES,
         ),
         exchange=_token_exchange(timeout),
     )
@@ -113,7 +108,7 @@ def ords_answer(
     *,
     prompt: str,
     limit: int,
-    stakeholder: Stakeholder,
+    stakeholder: StakeholderSnapshot,
     delegation_id: int | None = None,
     config: OrdsConfig | None = None,
 ) -> dict:
@@ -178,7 +173,7 @@ def ords_answer(
     return answer_from_reply(_json_object(body), limit=limit, stakeholder=stakeholder)
 
 
-def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> dict:
+def answer_from_reply(reply: dict, *, limit: int, stakeholder: StakeholderSnapshot) -> dict:
     """Map the assumed ORDS reply ({"items", "columns"?, "hasMore"?, ...}) to the answer shape."""
     items = reply.get("items")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
@@ -215,10 +210,10 @@ def answer_from_reply(reply: dict, *, limit: int, stakeholder: Stakeholder) -> d
 def _assertion_issuer() -> str:
     """KB_ASSERTION_ISSUER, else the origin of MCP_RESOURCE_URL: this deployment, as ORDS' JWT
     profile names it."""
-    configured = getattr(settings, "KB_ASSERTION_ISSUER", "")
+    configured = settings.KB_ASSERTION_ISSUER
     if configured:
         return checked_service_url(configured, "KB_ASSERTION_ISSUER")
-    resource = getattr(settings, "MCP_RESOURCE_URL", "")
+    resource = settings.MCP_RESOURCE_URL
     if resource:
         return _origin(checked_service_url(resource, "MCP_RESOURCE_URL"))
     raise ImproperlyConfigured(
@@ -233,12 +228,12 @@ def _origin(url: str) -> str:
 
 
 def _token_exchange(timeout: float) -> TokenExchange | None:
-    url = getattr(settings, "ORDS_TOKEN_EXCHANGE_URL", "")
+    url = settings.ORDS_TOKEN_EXCHANGE_URL
     if not url:
         return None
     url = checked_service_url(url, "ORDS_TOKEN_EXCHANGE_URL")
-    client_id = getattr(settings, "ORDS_TOKEN_EXCHANGE_CLIENT_ID", "")
-    secret = getattr(settings, "ORDS_TOKEN_EXCHANGE_CLIENT_SECRET", None)
+    client_id = settings.ORDS_TOKEN_EXCHANGE_CLIENT_ID
+    secret = settings.ORDS_TOKEN_EXCHANGE_CLIENT_SECRET
     if not client_id:
         raise ImproperlyConfigured("ORDS_TOKEN_EXCHANGE_URL needs ORDS_TOKEN_EXCHANGE_CLIENT_ID")
     if not secret:

@@ -15,8 +15,10 @@ from typing import Any
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from kb import catalogue
 from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
 from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
+from kb.errors import KbError
 
 __all__ = ["ENTITIES", "MAX_LIMIT", "DEFAULT_LIMIT", "EntitySpec", "FieldSpec", "Kind"]
 
@@ -64,16 +66,12 @@ _AGE_GROUP = re.compile(r"^(\d{1,2})0대( 이상)?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class PlanError(ValueError):
+class PlanError(KbError, ValueError):
     """The plan is malformed or names something unknown; the message is for the user."""
 
     def __init__(self, message: str, *, code: str = "invalid_plan"):
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, reason="invalid_plan")
         self.code = code
-
-    def __str__(self) -> str:
-        return self.message
 
 
 _TEXT_OPS = frozenset({"contains", "startswith", "endswith"})
@@ -222,7 +220,7 @@ def clamp_limit(value: object) -> int:
         return DEFAULT_LIMIT
     if isinstance(value, bool) or not isinstance(value, int):
         raise PlanError(_("limit은 정수여야 합니다 (1~100)."), code="bad_limit")
-    return min(max(value, 1), MAX_LIMIT)
+    return catalogue.clamp_limit(value, default=DEFAULT_LIMIT)
 
 
 def plan_parse(raw: object) -> Plan:

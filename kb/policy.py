@@ -11,8 +11,10 @@ age_group derive from birth_date and for hq_analyst are computed from the birth 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 
 from django.conf import settings
@@ -20,24 +22,49 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Q
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
-from kb.catalogue import ENTITIES
+from kb.catalogue import ENTITIES, EntitySpec
+from kb.errors import KbError
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
+from kb.plans import Filter, Plan, PlanError, aggregate_label
+from kb.selectors import kb_as_of_date
 
 PLANNER = Stakeholder.Role.PLANNER.value
 BRANCH_MANAGER = Stakeholder.Role.BRANCH_MANAGER.value
 HQ_ANALYST = Stakeholder.Role.HQ_ANALYST.value
 
 
-class PolicyRefused(PermissionDenied):
-    """The stakeholder may not query the KB at all (HTTP 403); raised before any KB query."""
+class PolicyRefused(KbError, PermissionDenied):
+    """The stakeholder may not query the KB at all (HTTP 403); raised before any KB query.
 
-    def __init__(self, message: str, *, reason: str):
-        super().__init__(message)
-        self.message = message
-        self.reason = reason  # machine-readable: unknown_stakeholder, suspended, unknown_role, …
+    `reason`: unknown_stakeholder, suspended, unknown_role, no_branch, stale_stakeholder, …"""
 
-    def __str__(self) -> str:
-        return self.message
+
+@dataclass(frozen=True, slots=True)
+class StakeholderSnapshot:
+    """Who asks, as read once from KB_STAKEHOLDERS (the /mcp gate reads it in its delegation join).
+
+    Everything between the gate and the SQL decides on this one value and reads no stakeholder
+    again; kb.vpd compares it with the stored row inside the reading transaction, so a snapshot
+    that went stale (or was made up) reads nothing."""
+
+    stakeholder_id: str
+    role: str
+    branch_id: str | None
+    status: str
+
+    @classmethod
+    def of(cls, stakeholder) -> StakeholderSnapshot | None:
+        """The snapshot of a Stakeholder row (or of anything shaped like one); None for none."""
+        if stakeholder is None or not getattr(stakeholder, "stakeholder_id", None):
+            return None
+        if isinstance(stakeholder, cls):
+            return stakeholder
+        return cls(
+            stakeholder_id=stakeholder.stakeholder_id,
+            role=stakeholder.role,
+            branch_id=stakeholder.branch_id,
+            status=stakeholder.status,
+        )
 
 
 class RowScope(StrEnum):
@@ -107,9 +134,9 @@ def query_refusal(*, role: str, status: str, branch_id: str | None) -> PolicyRef
     return None
 
 
-def check_stakeholder_allowed(stakeholder: Stakeholder | None) -> RowScope:
+def check_stakeholder_allowed(stakeholder: StakeholderSnapshot | Stakeholder | None) -> RowScope:
     """The stakeholder's row scope; PolicyRefused (no query is made) if it may see nothing."""
-    if stakeholder is None or not stakeholder.pk:
+    if stakeholder is None or not stakeholder.stakeholder_id:
         raise PolicyRefused(
             gettext("알 수 없는 사용자입니다: 조회 권한 없음"), reason="unknown_stakeholder"
         )
@@ -121,15 +148,31 @@ def check_stakeholder_allowed(stakeholder: Stakeholder | None) -> RowScope:
     return ROW_SCOPES[stakeholder.role]
 
 
-def visible_customers_q(stakeholder: Stakeholder, *, customer_path: str = "") -> Q:
-    """The row policy as an ORM filter; `customer_path` leads from the entity to its customer."""
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """The row policy for one asker and entity as data: ORM paths, each equal to its bound
+    value, ANDed together (none: every row). kb.vpd writes it into the SQL, visible_customers_q
+    into a Q."""
+
+    paths: tuple[str, ...]
+    values: tuple
+
+
+def row_filter(stakeholder, *, customer_path: str = "") -> RowFilter:
+    """The rows `stakeholder` sees of an entity whose customer is at `customer_path`."""
     scope = check_stakeholder_allowed(stakeholder)
     prefix = f"{customer_path}__" if customer_path else ""
     if scope is RowScope.OWN:
-        return Q(**{f"{prefix}planner_id": stakeholder.pk})
+        return RowFilter((f"{prefix}planner_id",), (stakeholder.stakeholder_id,))
     if scope is RowScope.BRANCH:
-        return Q(**{f"{prefix}branch_id": stakeholder.branch_id})
-    return Q()
+        return RowFilter((f"{prefix}branch_id",), (stakeholder.branch_id,))
+    return RowFilter((), ())
+
+
+def visible_customers_q(stakeholder, *, customer_path: str = "") -> Q:
+    """The row policy as an ORM filter; `customer_path` leads from the entity to its customer."""
+    rows = row_filter(stakeholder, customer_path=customer_path)
+    return Q(**dict(zip(rows.paths, rows.values, strict=True)))
 
 
 def column_mask(role: str, entity: str, column: str) -> Mask | None:
@@ -142,12 +185,13 @@ def column_mask(role: str, entity: str, column: str) -> Mask | None:
     return rules.get(role)
 
 
-class ConditionRefused(PermissionDenied):
-    """A question's condition, sort, grouping or aggregate uses a column the asker sees masked.
+class ConditionRefused(PlanError):
+    """A plan's condition, sort, grouping or aggregate uses a column the asker sees masked.
 
     Answering it would reveal the hidden value (a count of "RRNs starting with 87" narrows them
-    down), so the question is refused and the message says which condition and why, in the
-    active language (kb.answering activates the question's).
+    down), so the plan is refused and the message says which condition and why, in the active
+    language (kb.answering activates the question's). The one refusal of a masked use, whoever
+    wrote the plan: the reader, a model, or an operator's literal plan.
     """
 
     def __init__(self, *, role: str, entity: str, field: str, use: str):
@@ -162,11 +206,9 @@ class ConditionRefused(PermissionDenied):
             "use": _USES.get(use, _USES["filter"]),
             "role": role_label(role),
         }
-        super().__init__(message)
-        self.message, self.field, self.use = message, field, use
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__(message, code="masked_column")
+        self.reason = "masked_condition"
+        self.field, self.use = field, use
 
 
 # How a question uses a column, as ConditionRefused names it ("조건" is a filter here).
@@ -191,6 +233,194 @@ def masked_use(role: str, entity: str, used: dict[str, str]) -> tuple[str, str] 
 
 def role_label(role: str) -> str:
     return str(_ROLE_LABELS.get(role, role))
+
+
+# --- one plan, policed once --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicedPlan:
+    """A plan the policy has allowed for one asker, with everything the data layer needs to run it
+    as that asker: kb.vpd takes it as given and never asks the policy again."""
+
+    plan: Plan
+    asker: StakeholderSnapshot
+    masks: dict[str, Mask]  # every field the plan touches or may output -> how it is shown
+    related_masks: tuple[tuple[tuple[str, Mask], ...], ...]  # per related condition
+    columns: tuple[tuple[str, str], ...]  # the answer's (name, label): fields, then aggregates
+    masked_columns: tuple[str, ...]  # the answer's columns shown less than in full
+    rows: RowFilter
+    notes: tuple[str, ...] = ()  # what fitting the plan to the role changed, for the asker
+
+
+def police(
+    plan: Plan,
+    asker: StakeholderSnapshot | None,
+    *,
+    as_question: bool = True,
+    unexpressed: tuple[str, ...] = (),
+    as_of: dt.date | None = None,
+) -> PolicedPlan:
+    """Allow `plan` for `asker`, or refuse it: the policy's one decision on a plan.
+
+    Raises PolicyRefused when the asker may see nothing (before any query), ConditionRefused when
+    the plan would use a column the asker sees masked, PlanError for a field the policy does not
+    know. A question's plan (`as_question`, the default) is first fitted to the role where the
+    same rows can be had without a masked column (fit_to_role), and a masked use, among its own
+    and the question's conditions no plan could express (`unexpressed`), is refused as that
+    before anything else; a literal plan (`as_question=False`) is judged as written."""
+    check_stakeholder_allowed(asker)
+    assert asker is not None  # checked just above; narrows the type
+    notes: tuple[str, ...] = ()
+    if as_question:
+        plan, notes = fit_to_role(plan, asker.role, as_of=as_of)
+        used = {**plan.referenced_fields(), **dict.fromkeys(unexpressed, "filter")}
+        refused = masked_use(asker.role, plan.entity, used)
+        if refused is not None:
+            field, use = refused
+            raise ConditionRefused(role=asker.role, entity=plan.entity, field=field, use=use)
+    masks = column_masks(plan, asker.role)
+    related = related_masks(plan, asker.role)
+    columns = output_columns(plan, masks)
+    aggregate_fields = {agg.alias: agg.field for agg in plan.aggregates}
+    masked = tuple(
+        name
+        for name, _label in columns
+        if masks.get(aggregate_fields.get(name) or name, Mask.FULL) is not Mask.FULL
+    )
+    return PolicedPlan(
+        plan=plan,
+        asker=asker,
+        masks=masks,
+        related_masks=related,
+        columns=tuple(columns),
+        masked_columns=masked,
+        rows=row_filter(asker, customer_path=plan.spec.customer_path),
+        notes=notes,
+    )
+
+
+def column_masks(plan: Plan, role: str) -> dict[str, Mask]:
+    """The mask of every field the plan touches or may output; refuses what the policy forbids."""
+    spec = plan.spec
+    masks: dict[str, Mask] = {}
+    used = plan.referenced_fields()
+    for name in [spec.key, *spec.defaults, *used]:
+        mask = column_mask(role, plan.entity, name)
+        if mask is not None:
+            masks[name] = mask
+    _refuse_unusable(spec, role, used, masks)
+    return masks
+
+
+def related_masks(plan: Plan, role: str) -> tuple[tuple[tuple[str, Mask], ...], ...]:
+    """The masks of the fields each `related` condition filters on; refuses a masked one (a
+    question may not narrow a hidden value down through a customer's other rows either)."""
+    out = []
+    for related in plan.related:
+        used = {f.field: "filter" for f in related.filters}
+        found = {name: column_mask(role, related.entity, name) for name in used}
+        masks = {name: mask for name, mask in found.items() if mask is not None}
+        _refuse_unusable(ENTITIES[related.entity], role, used, masks)
+        out.append(tuple(masks.items()))
+    return tuple(out)
+
+
+def _refuse_unusable(
+    spec: EntitySpec, role: str, used: dict[str, str], masks: dict[str, Mask]
+) -> None:
+    """PlanError for a used field the policy does not know (fail closed), ConditionRefused for
+    one the role sees masked."""
+    for name in used:
+        if name not in masks:
+            label = spec.fields[name].label_in(get_language())
+            raise PlanError(
+                gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
+                % {"label": label, "field": name},
+                code="unknown_field",
+            )
+    refused = masked_use(role, spec.name, used)
+    if refused is not None:
+        name, use = refused
+        raise ConditionRefused(role=role, entity=spec.name, field=name, use=use)
+
+
+def output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]:
+    """The answer's (name, label) columns: a withheld default column is left out."""
+    spec = plan.spec
+    if plan.grouped:
+        names = list(plan.group_by)
+    elif plan.fields:
+        names = list(dict.fromkeys([spec.key, *plan.fields]))
+    else:
+        # Default columns leave out what this role would only ever see as null.
+        names = [n for n in spec.defaults if masks.get(n) not in (None, Mask.WITHHELD)]
+        names = list(dict.fromkeys([spec.key, *names]))
+    columns = [(name, spec.fields[name].label) for name in names if name in masks]
+    columns += [(agg.alias, aggregate_label(plan, agg)) for agg in plan.aggregates]
+    return columns
+
+
+# --- fitting a question's plan to the role -------------------------------------------------------
+
+
+def fit_to_role(plan: Plan, role: str, *, as_of: dt.date | None = None) -> tuple[Plan, tuple]:
+    """The same question without a masked column where its rows do not need one, and notes.
+
+    Grouped by customer_id alone when customer_name, only its label, is masked for this role (the
+    groups are the same, and a masked column may not be grouped by). A whole-year birth condition
+    ("1987년생") becomes the same condition on age where the role sees only the birth year and
+    its ages come from that year.
+    """
+    plan = _birth_years_as_ages(plan, role, as_of)
+    if "customer_id" not in plan.group_by or "customer_name" not in plan.group_by:
+        return plan, ()
+    if column_mask(role, plan.entity, "customer_name") in COMPARABLE_MASKS:
+        return plan, ()
+    fitted = dataclasses.replace(
+        plan,
+        group_by=tuple(name for name in plan.group_by if name != "customer_name"),
+        order_by=tuple(o for o in plan.order_by if o.key != "customer_name"),
+    )
+    return fitted, ("이 권한에서는 고객명이 가려져 있어 고객 ID로 묶었습니다.",)
+
+
+def _birth_years_as_ages(plan: Plan, role: str, as_of: dt.date | None) -> Plan:
+    fields = plan.spec.fields
+    if "age" not in fields or not any(f.field == "birth_date" for f in plan.filters):
+        return plan
+    if column_mask(role, plan.entity, "birth_date") is not Mask.YEAR_ONLY:
+        return plan
+    if column_mask(role, plan.entity, "age") is not Mask.FROM_BIRTH_YEAR:
+        return plan
+    this_year = (as_of or kb_as_of_date()).year
+    filters = tuple(
+        (_age_condition(item, this_year) if item.field == "birth_date" else None) or item
+        for item in plan.filters
+    )
+    return dataclasses.replace(plan, filters=filters)
+
+
+def _age_condition(item: Filter, this_year: int) -> Filter | None:
+    """birth_date on whole years -> the same rows by age = as-of year - birth year; else None."""
+    op, value = item.op, item.value
+    values = value if isinstance(value, tuple) else (value,)
+    if not all(isinstance(v, dt.date) for v in values):
+        return None
+    years = [v.year for v in values]
+    starts = [(v.month, v.day) == (1, 1) for v in values]
+    ends = [(v.month, v.day) == (12, 31) for v in values]
+    if op == "between" and len(values) == 2 and starts[0] and ends[1]:
+        return Filter("age", "between", (this_year - years[1], this_year - years[0]))
+    if op == "gte" and starts[0]:
+        return Filter("age", "lte", this_year - years[0])
+    if op == "lt" and starts[0]:
+        return Filter("age", "gt", this_year - years[0])
+    if op == "gt" and ends[0]:
+        return Filter("age", "lt", this_year - years[0])
+    if op == "lte" and ends[0]:
+        return Filter("age", "gte", this_year - years[0])
+    return None
 
 
 # --- masking values -------------------------------------------------------------------------
@@ -294,7 +524,7 @@ _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def reader_role() -> str:
     """The PostgreSQL role KB reads run as (settings.KB_DB_READER_ROLE), checked to be plain."""
-    name = getattr(settings, "KB_DB_READER_ROLE", "") or ""
+    name = settings.KB_DB_READER_ROLE or ""
     if not _ROLE_NAME.match(name):
         raise ImproperlyConfigured(
             "KB_DB_READER_ROLE must be a lower-case PostgreSQL role name ([a-z_][a-z0-9_]*)"

@@ -9,19 +9,8 @@ import datetime as dt
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import router
 
-from core.lookups import CompiledLookup
 from kb.models import Branch, Product, Stakeholder
-
-# Every question reads its stakeholder: compiled once, not per call (docs/decisions/0005).
-_STAKEHOLDER_FIELDS = [field.attname for field in Stakeholder._meta.concrete_fields]
-_stakeholder_by_id = CompiledLookup(
-    Stakeholder,
-    lambda stakeholder_id: (
-        Stakeholder.objects.filter(pk=stakeholder_id).order_by().values_list(*_STAKEHOLDER_FIELDS)
-    ),
-)
 
 
 def kb_as_of_date() -> dt.date:
@@ -35,12 +24,7 @@ def stakeholder_get(stakeholder_id: str) -> Stakeholder | None:
     """The KB_STAKEHOLDERS row, whatever its role or status (the policy decides what it may see)."""
     if not isinstance(stakeholder_id, str) or not stakeholder_id:
         return None
-    row = _stakeholder_by_id.one(stakeholder_id)
-    return (
-        None
-        if row is None
-        else Stakeholder.from_db(router.db_for_read(Stakeholder), _STAKEHOLDER_FIELDS, row)
-    )
+    return Stakeholder.objects.filter(pk=stakeholder_id).first()
 
 
 def vocabulary_rows() -> dict[str, list[dict]]:

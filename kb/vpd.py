@@ -18,6 +18,7 @@ backend. tests/kb/test_vpd_compiled.py checks the answers against the ORM over g
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Callable, Iterator
@@ -26,22 +27,27 @@ from typing import NamedTuple
 
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db import DatabaseError, connections, router, transaction
-from django.utils.translation import get_language, gettext
+from django.utils.translation import gettext
 
 from core import tracing
 from kb.answers import answer_build, json_value
 from kb.models import Customer, Stakeholder
-from kb.plans import ENTITIES, AgeBand, Kind, Plan, PlanError, aggregate_label, plan_parse
+from kb.plans import ENTITIES, AgeBand, Kind, Plan, PlanError, plan_parse
 from kb.policy import (
     CONTEXT_STAKEHOLDER,
+    ConditionRefused,
     Mask,
+    PolicedPlan,
     PolicyRefused,
+    RowFilter,
+    StakeholderSnapshot,
     check_stakeholder_allowed,
-    column_mask,
+    column_masks,
     mask_value,
-    masked_use,
+    output_columns,
+    police,
+    query_refusal,
     reader_role,
-    role_label,
     visible_customers_q,
 )
 from kb.selectors import kb_as_of_date
@@ -50,143 +56,88 @@ from kb.selectors import kb_as_of_date
 # provider could propose more, and the oldest are then compiled again.
 COMPILED_SHAPES_MAX = 512
 
-
-class MaskedColumnError(PlanError):
-    """The plan filters, sorts, groups or aggregates on a column this user sees masked."""
-
-    def __init__(self, message: str):
-        super().__init__(message, code="masked_column")
+# The one refusal of a masked use is the policy's (kb.policy.ConditionRefused, a PlanError).
+MaskedColumnError = ConditionRefused
 
 
-def execute_plan(
-    plan: dict | Plan, *, stakeholder: Stakeholder, interpretation: dict | None = None
-) -> dict:
-    """The answer to `plan` as `stakeholder` may see it (kb.answers.ANSWER_JSON_SCHEMA).
+def execute(policed: PolicedPlan, *, interpretation: dict | None = None) -> dict:
+    """The answer to a plan the policy has allowed (kb.answers.ANSWER_JSON_SCHEMA).
 
-    Raises PolicyRefused (before any query) when the stakeholder may see nothing, PlanError when
-    the plan is invalid, MaskedColumnError (a PlanError) when it would reveal a masked column.
+    Takes the policy's decision as given: the masks, the columns and the row filter. What it checks
+    again is the one thing that can change after the decision, in the database itself: inside the
+    reading transaction, the stored stakeholder must still be the asker (PolicyRefused if not), and
+    on PostgreSQL row-level security bounds the rows whatever the statement says.
     """
-    check_stakeholder_allowed(stakeholder)
-    # A Plan object is validated again from its JSON form: there is one way in, and it clamps.
-    parsed = plan_parse(plan.as_dict() if isinstance(plan, Plan) else plan)
-    masks = _column_masks(parsed, stakeholder.role)
-    related_masks = _related_masks(parsed, stakeholder.role)
-    columns = _output_columns(parsed, masks)
-    scope_paths, scope_values = _row_filter(stakeholder, parsed.spec.customer_path)
+    plan, asker = policed.plan, policed.asker
     using = router.db_for_read(Customer)
-    compiled = _compile(_shape(parsed, masks, columns, scope_paths, using, related_masks))
+    compiled = _compile(
+        _shape(
+            plan,
+            policed.masks,
+            policed.columns,
+            policed.rows.paths,
+            using,
+            policed.related_masks,
+        )
+    )
     as_of = kb_as_of_date()
     connection = connections[using]
-    request = _Request(parsed, scope_values, as_of, connection)
+    request = _Request(plan, policed.rows.values, as_of, connection)
     params = [bind(request) for bind in compiled.binders]
-    with (
-        tracing.span("kb.execute_plan", {"kb.entity": parsed.entity}),
-        _reader_context(stakeholder),
-    ):
+    with tracing.span("kb.execute_plan", {"kb.entity": plan.entity}), _reader_context(asker):
         records = _fetch(connection, compiled.sql, params)
-    truncated = len(records) > parsed.limit
+    truncated = len(records) > plan.limit
     rows = [
         {name: cell(value) for (name, cell), value in zip(compiled.cells, record, strict=True)}
-        for record in records[: parsed.limit]
+        for record in records[: plan.limit]
     ]
-
-    aggregate_fields = {agg.alias: agg.field for agg in parsed.aggregates}
-    masked = [
-        name
-        for name, _label in columns
-        if masks.get(aggregate_fields.get(name) or name, Mask.FULL) is not Mask.FULL
-    ]
+    interpretation = {**(interpretation or {}), "plan": plan.as_dict()}
+    if policed.notes:
+        interpretation["notes"] = [*interpretation.get("notes", []), *policed.notes]
     return answer_build(
-        columns=columns,
+        columns=list(policed.columns),
         rows=rows,
         truncated=truncated,
-        limit=parsed.limit,
-        masked_columns=masked,
+        limit=plan.limit,
+        masked_columns=list(policed.masked_columns),
         as_of=as_of,
-        stakeholder_id=stakeholder.pk,
-        role=stakeholder.role,
-        branch_id=stakeholder.branch_id,
-        interpretation={**(interpretation or {}), "plan": parsed.as_dict()},
+        stakeholder_id=asker.stakeholder_id,
+        role=asker.role,
+        branch_id=asker.branch_id,
+        interpretation=interpretation,
     )
 
 
-# --- column policy on the plan ----------------------------------------------------------------
+def execute_plan(
+    plan: dict | Plan, *, stakeholder: Stakeholder | StakeholderSnapshot | None, interpretation=None
+) -> dict:
+    """A literal plan, judged as written, run as `stakeholder`: the policy, then execute().
 
-
-def _column_masks(plan: Plan, role: str) -> dict[str, Mask]:
-    """The mask of every field the plan touches or may output; refuses what the policy forbids."""
-    spec = plan.spec
-    masks: dict[str, Mask] = {}
-    used = plan.referenced_fields()
-    for name in [spec.key, *spec.defaults, *used]:
-        mask = column_mask(role, plan.entity, name)
-        if mask is not None:
-            masks[name] = mask
-    _refuse_unusable(spec, role, used, masks)
-    return masks
-
-
-def _related_masks(plan: Plan, role: str) -> tuple[tuple[tuple[str, Mask], ...], ...]:
-    """The masks of the fields each `related` condition filters on; refuses a masked one (a
-    question may not narrow a hidden value down through a customer's other rows either)."""
-    out = []
-    for related in plan.related:
-        used = {f.field: "filter" for f in related.filters}
-        masks = {name: column_mask(role, related.entity, name) for name in used}
-        masks = {name: mask for name, mask in masks.items() if mask is not None}
-        _refuse_unusable(ENTITIES[related.entity], role, used, masks)
-        out.append(tuple(masks.items()))
-    return tuple(out)
-
-
-def _refuse_unusable(spec, role: str, used: dict[str, str], masks: dict[str, Mask]) -> None:
-    """PlanError for a used field the policy does not know (fail closed), MaskedColumnError for
-    one the role sees masked."""
-    for name in used:
-        if name not in masks:
-            label = spec.fields[name].label_in(get_language())
-            raise PlanError(
-                gettext("조회할 수 없는 필드입니다: %(label)s(%(field)s)")
-                % {"label": label, "field": name},
-                code="unknown_field",
-            )
-    refused = masked_use(role, spec.name, used)  # the policy's one rule, as answering uses it
-    if refused is not None:
-        name, _use = refused
-        raise MaskedColumnError(
-            gettext(
-                "%(label)s(%(field)s) 열은 %(role)s 권한에서 가려져 있어 "
-                "조건·정렬·그룹·집계에 쓸 수 없습니다."
-            )
-            % {
-                "label": spec.fields[name].label_in(get_language()),
-                "field": name,
-                "role": role_label(role),
-            }
-        )
-
-
-def _output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]:
-    spec = plan.spec
-    if plan.grouped:
-        names = list(plan.group_by)
-    elif plan.fields:
-        names = list(dict.fromkeys([spec.key, *plan.fields]))
-    else:
-        # Default columns leave out what this role would only ever see as null.
-        names = [n for n in spec.defaults if masks.get(n) not in (None, Mask.WITHHELD)]
-        names = list(dict.fromkeys([spec.key, *names]))
-    columns = [(name, spec.fields[name].label) for name in names if name in masks]
-    columns += [(agg.alias, aggregate_label(plan, agg)) for agg in plan.aggregates]
-    return columns
-
-
-def _row_filter(stakeholder: Stakeholder, customer_path: str) -> tuple[tuple, tuple]:
-    """The policy's own row filter (kb.policy.visible_customers_q) as (ORM paths, values).
-
-    The policy writes it as equalities ANDed together (none for hq); anything else it may say one
-    day is refused here rather than half understood.
+    For callers that hold a plan rather than a question (the access page, the benchmarks and the
+    conformance tests). Raises PolicyRefused (before any query) when the stakeholder may see
+    nothing, PlanError when the plan is invalid, ConditionRefused (a PlanError) when it would
+    reveal a masked column.
     """
+    asker = StakeholderSnapshot.of(stakeholder)
+    check_stakeholder_allowed(asker)  # whether it may query at all, before the plan is read
+    # A hand-built Plan is validated from its JSON form like a dict: a literal plan has one way in.
+    parsed = plan_parse(plan.as_dict() if isinstance(plan, Plan) else plan)
+    policed = police(parsed, asker, as_question=False)
+    # A literal plan's row filter is read through visible_customers_q, the policy's ORM form of
+    # the same data: the row-level security tests take it away there and see RLS hold alone.
+    paths, values = _row_filter(policed.asker, parsed.spec.customer_path)
+    policed = dataclasses.replace(policed, rows=RowFilter(paths, values))
+    return execute(policed, interpretation=interpretation)
+
+
+# The policy's view of a plan, under the names the compiled-statement tests read it by.
+_column_masks = column_masks
+_output_columns = output_columns
+
+
+def _row_filter(stakeholder, customer_path: str) -> tuple[tuple, tuple]:
+    """visible_customers_q as (ORM paths, values): ANDed equalities only (none for hq); anything
+    else it may say one day is refused rather than half understood."""
     q = visible_customers_q(stakeholder, customer_path=customer_path)
     if q.negated or (q.connector != "AND" and len(q.children) > 1):
         raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
@@ -639,7 +590,7 @@ class _Compiler:
 
 
 @contextmanager
-def _reader_context(stakeholder: Stakeholder) -> Iterator[None]:
+def _reader_context(stakeholder: StakeholderSnapshot | Stakeholder) -> Iterator[None]:
     """A transaction (or savepoint) that reads as the stakeholder and is always rolled back.
 
     It only reads, and the rollback is what ends SET LOCAL ROLE and the RLS context, even when this
@@ -654,7 +605,7 @@ def _reader_context(stakeholder: Stakeholder) -> Iterator[None]:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT role, branch_id, status FROM {table} WHERE stakeholder_id = %s",  # noqa: S608
-                [stakeholder.pk],
+                [stakeholder.stakeholder_id],
             )
             stored = cursor.fetchone()
         _recheck_stakeholder(stakeholder, stored)
@@ -669,7 +620,9 @@ def _reader_context(stakeholder: Stakeholder) -> Iterator[None]:
             transaction.set_rollback(True, using=using)
 
 
-def _set_postgres_context(connection, stakeholder: Stakeholder) -> tuple | None:
+def _set_postgres_context(
+    connection, stakeholder: StakeholderSnapshot | Stakeholder
+) -> tuple | None:
     """Switch to the reader role and set the context; returns the stored stakeholder row."""
     role = reader_role()
     table = connection.ops.quote_name(Stakeholder._meta.db_table)
@@ -681,7 +634,7 @@ def _set_postgres_context(connection, stakeholder: Stakeholder) -> tuple | None:
                 "SELECT set_config('role', %s, true), set_config(%s, %s, true),"  # noqa: S608
                 " s.role, s.branch_id, s.status"
                 f" FROM (SELECT 1) AS one LEFT JOIN {table} s ON s.stakeholder_id = %s",
-                [role, CONTEXT_STAKEHOLDER, stakeholder.pk, stakeholder.pk],
+                [role, CONTEXT_STAKEHOLDER, stakeholder.stakeholder_id, stakeholder.stakeholder_id],
             )
             row = cursor.fetchone()
     except DatabaseError as exc:
@@ -692,13 +645,20 @@ def _set_postgres_context(connection, stakeholder: Stakeholder) -> tuple | None:
     return None if row[2] is None else tuple(row[2:])
 
 
-def _recheck_stakeholder(stakeholder: Stakeholder, stored: tuple | None) -> None:
+def _recheck_stakeholder(
+    stakeholder: StakeholderSnapshot | Stakeholder, stored: tuple | None
+) -> None:
     """Decide on the stored stakeholder row, not on an object that may be stale or made up."""
     if stored is None:
         raise PolicyRefused(
             gettext("알 수 없는 사용자입니다: 조회 권한 없음"), reason="unknown_stakeholder"
         )
     if tuple(stored) != (stakeholder.role, stakeholder.branch_id, stakeholder.status):
+        role, branch_id, status = stored
+        # Suspended (or otherwise barred) since it was read: refused for that, in so many words.
+        refusal = query_refusal(role=role, status=status, branch_id=branch_id)
+        if refusal is not None:
+            raise refusal
         raise PolicyRefused(
             gettext("사용자 정보가 바뀌었습니다: 조회 권한 없음 (다시 시도하세요)"),
             reason="stale_stakeholder",

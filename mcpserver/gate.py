@@ -7,6 +7,7 @@ answers refusals itself, so no tool code runs for a request that fails any check
 import json
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
@@ -18,7 +19,7 @@ from core import tracing
 from core.redaction import redact_secrets
 from mcpserver import metrics
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
-from mcpserver.principals import Authentication, authenticate_token
+from mcpserver.principals import Authentication, Principal, authenticate_token
 from mcpserver.ratelimit import RateLimits
 from mcpserver.records import (
     ACTIONS,
@@ -163,189 +164,334 @@ class McpGate:
         return True
 
     async def _handle(self, scope, receive, send, headers, record: RequestRecord, known):
-        if not host_allowed(headers.get("host", ""), self.allowed_hosts):
-            return await self._refuse(
-                send,
-                record,
-                403,
-                Outcome.REFUSED_HOST,
-                Reason.HOST,
-                rpc_error(INVALID_REQUEST, "Host not allowed"),
-            )
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
-            return await self._refuse(
-                send,
-                record,
+        request = _Request(
+            scope=scope, receive=receive, headers=headers, record=record, known=known
+        )
+        for check in self.checks:
+            refusal = await check(self, request)
+            if refusal is not None:
+                return await _apply(send, record, refusal)
+        scope = {
+            **scope,
+            "state": {
+                **scope.get("state", {}),
+                "principal": request.principal,
+                "record": record,
+                "message": request.message,
+            },
+        }
+        await self.app(
+            scope, _replay(request.body, request.receive), _with_headers(send, request.cors)
+        )
+
+    # --- the checks, in the order of the README's table ---------------------------------------
+
+    async def _host_allowed(self, request: "_Request") -> "Refusal | None":
+        if host_allowed(request.headers.get("host", ""), self.allowed_hosts):
+            return None
+        return Refusal(
+            403, Outcome.REFUSED_HOST, Reason.HOST, body=rpc_error(INVALID_REQUEST, HOST_REFUSED)
+        )
+
+    async def _origin_allowed(self, request: "_Request") -> "Refusal | None":
+        origin = request.headers.get("origin")
+        if origin is not None and not self._origin_known(origin, request.headers.get("host", "")):
+            return Refusal(
                 403,
                 Outcome.REFUSED_ORIGIN,
                 Reason.ORIGIN,
-                rpc_error(INVALID_REQUEST, "Origin not allowed"),
+                body=rpc_error(INVALID_REQUEST, ORIGIN_REFUSED),
             )
-        cors = _cors_headers(origin)
-        if scope["method"] == "OPTIONS" and origin is not None:
-            record.action, record.outcome = AuditEvent.Action.MCP_PREFLIGHT, Outcome.ALLOWED
-            return await json_reply(send, 204, None, cors + _PREFLIGHT_HEADERS)
-        if scope["method"] != "POST":
-            return await self._refuse(
-                send,
-                record,
-                405,
-                Outcome.MALFORMED,
-                Reason.METHOD,
-                rpc_error(
-                    INVALID_REQUEST, "Method not allowed: this server is stateless; use POST"
-                ),
-                [(b"allow", b"POST, OPTIONS")] + cors,
-            )
+        request.cors = _cors_headers(origin)
+        return None
 
-        self_url = self.resource_url or own_url(scope, headers)
-        authorization = headers.get("authorization")
+    async def _post_or_preflight(self, request: "_Request") -> "Refusal | None":
+        method = request.scope["method"]
+        if method == "OPTIONS" and request.headers.get("origin") is not None:
+            # A preflight is answered here, allowed: nothing behind the gate has one to answer.
+            request.record.action = AuditEvent.Action.MCP_PREFLIGHT
+            return Refusal(204, Outcome.ALLOWED, None, (*request.cors, *_PREFLIGHT_HEADERS))
+        if method == "POST":
+            return None
+        return Refusal(
+            405,
+            Outcome.MALFORMED,
+            Reason.METHOD,
+            ((b"allow", b"POST, OPTIONS"), *request.cors),
+            rpc_error(INVALID_REQUEST, "Method not allowed: this server is stateless; use POST"),
+        )
+
+    async def _bearer_authenticated(self, request: "_Request") -> "Refusal | None":
+        request.self_url = self.resource_url or own_url(request.scope, request.headers)
+        authorization = request.headers.get("authorization")
         try:
             token = bearer_from_header(authorization)
         except MalformedToken:
             reason = Reason.MISSING_TOKEN if authorization is None else Reason.MALFORMED_TOKEN
-            return await self._failed_authentication(
-                send, record, reason, self_url, cors, sent=authorization is not None
-            )
+            return await self._failed_authentication(request, reason)
         authentication: Authentication = await _authenticate(token)
         del token
         if authentication.principal is None:
             # A failure authenticate_token may learn to report is still a refusal, never a 500.
             reason = _AUTHENTICATION_FAILURES.get(authentication.failure, Reason.UNKNOWN_TOKEN)
-            return await self._failed_authentication(
-                send, record, reason, self_url, cors, sent=True
-            )
-        principal = record.principal = authentication.principal
-        # The bearer is known: its delegation's limit comes before anything else is read.
-        retry_after = await self.rate_limits.delegation_retry_after(principal.delegation_id)
-        if retry_after:
-            return await self._refuse_rate(send, record, retry_after, Reason.RATE_LIMITED, cors)
-        if not principal.permitted:
-            return await self._forbidden(
-                send, record, Reason.STAKEHOLDER_NOT_PERMITTED, self_url, cors
-            )
+            return await self._failed_authentication(request, reason)
+        request.principal = request.record.principal = authentication.principal
+        return None
 
-        if not _is_json(headers.get("content-type", "")):
-            return await self._refuse(
-                send,
-                record,
-                415,
-                Outcome.MALFORMED,
-                Reason.CONTENT_TYPE,
-                rpc_error(INVALID_REQUEST, "Content-Type must be application/json"),
-                cors,
-            )
-        body = await _read_body(receive, self.max_body_bytes)
-        if body is None:
-            return await self._refuse(
-                send,
-                record,
-                413,
-                Outcome.TOO_LARGE,
-                Reason.TOO_LARGE,
-                rpc_error(INVALID_REQUEST, "Request body too large"),
-                cors,
-            )
-        message, problem = parse_message(body)
+    async def _delegation_within_rate(self, request: "_Request") -> "Refusal | None":
+        # The bearer is known: its delegation's limit comes before anything else is read.
+        retry_after = await self.rate_limits.delegation_retry_after(request.principal.delegation_id)
+        return (
+            _rate_limited(retry_after, Reason.RATE_LIMITED, request.cors) if retry_after else None
+        )
+
+    async def _stakeholder_permitted(self, request: "_Request") -> "Refusal | None":
+        if request.principal.permitted:
+            return None
+        return _forbidden(request, Reason.STAKEHOLDER_NOT_PERMITTED)
+
+    async def _json_content_type(self, request: "_Request") -> "Refusal | None":
+        if _is_json(request.headers.get("content-type", "")):
+            return None
+        return Refusal(
+            415,
+            Outcome.MALFORMED,
+            Reason.CONTENT_TYPE,
+            tuple(request.cors),
+            rpc_error(INVALID_REQUEST, "Content-Type must be application/json"),
+        )
+
+    async def _body_within_limit(self, request: "_Request") -> "Refusal | None":
+        body = await _read_body(request.receive, self.max_body_bytes)
+        if body is not None:
+            request.body = body
+            return None
+        return Refusal(
+            413,
+            Outcome.TOO_LARGE,
+            Reason.TOO_LARGE,
+            tuple(request.cors),
+            rpc_error(INVALID_REQUEST, "Request body too large"),
+        )
+
+    async def _one_json_rpc_message(self, request: "_Request") -> "Refusal | None":
+        message, problem = parse_message(request.body)
         if message is None:
             code = PARSE_ERROR if problem == "Parse error" else INVALID_REQUEST
-            return await self._refuse(
-                send,
-                record,
+            return Refusal(
                 400,
                 Outcome.MALFORMED,
                 Reason.MALFORMED,
+                tuple(request.cors),
                 rpc_error(code, problem),
-                cors,
             )
+        request.message = message
+        record = request.record
         method = message.get("method") if isinstance(message.get("method"), str) else ""
         record.action = ACTIONS.get(method, AuditEvent.Action.MCP_REQUEST)
         record.rpc_method = method if method in ACTIONS else ""
+        return None
+
+    async def _tool_delegated(self, request: "_Request") -> "Refusal | None":
+        message, record = request.message, request.record
+        if message.get("method") != "tools/call":
+            return None
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        if method == "tools/call":
-            tool = params.get("name")
-            record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
-            if record.tool not in principal.tools:
-                return await self._forbidden(
-                    send, record, Reason.TOOL_NOT_DELEGATED, self_url, cors, needed=record.tool
-                )
-            arguments = params.get("arguments")
-            if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
-                record.prompt_length = len(arguments["prompt"])
-                record.prompt_hash = prompt_fingerprint(arguments["prompt"])
+        tool = params.get("name")
+        known = request.known
+        record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
+        if record.tool not in request.principal.tools:
+            return _forbidden(request, Reason.TOOL_NOT_DELEGATED, needed=record.tool)
+        arguments = params.get("arguments")
+        if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
+            record.prompt_length = len(arguments["prompt"])
+            record.prompt_hash = prompt_fingerprint(arguments["prompt"])
+        return None
 
-        scope = {
-            **scope,
-            "state": {
-                **scope.get("state", {}),
-                "principal": principal,
-                "record": record,
-                "message": message,
-            },
-        }
-        await self.app(scope, _replay(body, receive), _with_headers(send, cors))
+    checks = (
+        _host_allowed,
+        _origin_allowed,
+        _post_or_preflight,
+        _bearer_authenticated,
+        _delegation_within_rate,
+        _stakeholder_permitted,
+        _json_content_type,
+        _body_within_limit,
+        _one_json_rpc_message,
+        _tool_delegated,
+    )
 
-    async def _failed_authentication(self, send, record, reason, resource_url, cors, *, sent):
+    async def _failed_authentication(self, request: "_Request", reason) -> "Refusal":
         """401, or 429 once this address has failed too often: a failure counts against its
         address, and only failures are refused for it (a valid bearer from the same address,
         behind the same NAT or proxy, is never locked out by others' mistakes)."""
         retry_after = await self.rate_limits.failed_authentication_retry_after(
-            record.client or "unknown"
+            request.record.client or "unknown"
         )
         if retry_after:
-            return await self._refuse_rate(
-                send, record, retry_after, Reason.AUTH_RATE_LIMITED, cors
-            )
-        return await self._unauthorized(send, record, reason, resource_url, cors, sent=sent)
+            return _rate_limited(retry_after, Reason.AUTH_RATE_LIMITED, request.cors)
+        return _unauthorized(request, reason)
 
-    def _origin_allowed(self, origin: str, host: str) -> bool:
+    def _origin_known(self, origin: str, host: str) -> bool:
         origin = origin.rstrip("/").lower()
         # Same-origin pages are safe: the Host header has already passed the allowlist, so this
         # cannot be a rebinding of a foreign name onto our address.
         same_origin = origin in (f"http://{host.lower()}", f"https://{host.lower()}")
         return same_origin or origin in self.allowed_origins
 
-    async def _refuse(self, send, record, status, outcome, reason, body, extra_headers=()):
-        record.outcome, record.reason = outcome, reason
-        return await json_reply(send, status, body, extra_headers)
 
-    async def _refuse_rate(self, send, record, retry_after, reason, cors):
-        record.outcome, record.reason = Outcome.RATE_LIMITED, reason
-        body = rpc_error(RATE_LIMITED, "Too many requests; try again later")
-        return await json_reply(
-            send, 429, body, [(b"retry-after", str(retry_after).encode())] + cors
-        )
+@dataclass(frozen=True)
+class Refusal:
+    """How the gate answers a request it does not pass on: the reply, and what the audit event
+    records. (A CORS preflight is answered this way too, recorded as allowed.)"""
 
-    async def _unauthorized(self, send, record, reason, resource_url, cors, *, sent: bool):
-        record.outcome, record.reason = Outcome.UNAUTHENTICATED, reason
-        metadata_url = protected_resource_metadata_url(resource_url)
-        challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
-        if sent:
-            challenge += (
-                ', error="invalid_token", error_description="The token is invalid or expired"'
-            )
-        body = {
-            "error": "invalid_token" if sent else "unauthorized",
-            "error_description": "A valid VPD bearer token is required",
-        }
-        return await json_reply(send, 401, body, [(b"www-authenticate", challenge.encode())] + cors)
+    status: int
+    outcome: AuditEvent.Outcome
+    reason: AuditEvent.Reason | None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    body: dict | None = None
 
-    async def _forbidden(self, send, record, reason, resource_url, cors, *, needed: str = ""):
-        """403. `needed` is the tool the call asked for and the grant lacks: RFC 6750's scope=
-        names it (our scopes are the tools' names), so a signing-in client can ask for it."""
-        record.outcome, record.reason = Outcome.FORBIDDEN, reason
-        challenge = (
-            f'Bearer realm="hyperbook", error="insufficient_scope", '
-            f'resource_metadata="{protected_resource_metadata_url(resource_url)}"'
-        )
-        if needed and TOOL_NAME_RE.match(needed):
-            challenge += f', scope="{needed}"'
-        body = {
-            "error": "insufficient_scope",
-            "error_description": "This user may not use this tool or data",
-        }
-        return await json_reply(send, 403, body, [(b"www-authenticate", challenge.encode())] + cors)
+
+@dataclass
+class _Request:
+    """One request as the checks see it, and what they learn of it on the way."""
+
+    scope: dict
+    receive: object
+    headers: dict[str, str]
+    record: RequestRecord
+    known: object
+    cors: list = field(default_factory=list)
+    self_url: str = ""
+    principal: Principal | None = None
+    body: bytes = b""
+    message: dict | None = None
+
+
+async def _apply(send, record: RequestRecord, refusal: Refusal) -> None:
+    """The one place a refusal reaches the record and the reply."""
+    record.outcome, record.reason = refusal.outcome, refusal.reason
+    await json_reply(send, refusal.status, refusal.body, refusal.headers)
+
+
+# What a refused client is told: what happened and what to do, as the JSON-RPC error's message
+# (SDK clients show it) beside WWW-Authenticate's shorter error_description.
+HOST_REFUSED = (
+    "Host not allowed: this server answers only the host names in its MCP_ALLOWED_HOSTS "
+    "setting; if this name should reach it, its operator adds the name there."
+)
+ORIGIN_REFUSED = (
+    "Origin not allowed: browsers may call this server only from its own origin or one in its "
+    "MCP_ALLOWED_ORIGINS setting; if this page should reach it, its operator adds the origin there."
+)
+_AUTHENTICATION_ADVICE = {
+    Reason.MISSING_TOKEN: (
+        "A bearer token is required",
+        "Authentication required: send the VPD delegation token issued to this agent as "
+        "'Authorization: Bearer <token>'. An operator issues one in hyperbook's admin.",
+    ),
+    Reason.MALFORMED_TOKEN: (
+        "The Authorization header is not a bearer token",
+        "The Authorization header is not a usable bearer token: send "
+        "'Authorization: Bearer <token>' with the token exactly as it was issued.",
+    ),
+    Reason.UNKNOWN_TOKEN: (
+        "The token is not known",
+        "The bearer token is not known to this server: check that it was copied in full, or ask "
+        "an operator for a new delegation token.",
+    ),
+    Reason.EXPIRED_TOKEN: (
+        "The token has expired",
+        "The bearer token has expired: ask an operator to renew the delegation, and use the new "
+        "token.",
+    ),
+    Reason.REVOKED_TOKEN: (
+        "The token was revoked",
+        "The bearer token was revoked: ask an operator for a new delegation token.",
+    ),
+    Reason.WRONG_AUDIENCE: (
+        "The token was issued for another resource",
+        "The bearer token was issued for another MCP server: use a token issued for this one.",
+    ),
+}
+_FORBIDDEN_ADVICE = {
+    Reason.STAKEHOLDER_NOT_PERMITTED: (
+        "This user may not query the knowledge base",
+        "Forbidden: the token is valid, but its user may not query the knowledge base (suspended, "
+        "or a role without access). An operator can check the user on hyperbook's access page.",
+    ),
+    Reason.TOOL_NOT_DELEGATED: (
+        "This tool is not delegated to the token",
+        "Forbidden: this tool is not among the token's delegated tools. Call tools/list for the "
+        "tools it may use, or ask an operator to delegate this one.",
+    ),
+}
+# JSON-RPC leaves -32000 to -32099 to the server: these follow the HTTP status they go with.
+UNAUTHORIZED, FORBIDDEN = -32001, -32003
+
+
+def _request_id(request: "_Request"):
+    """The JSON-RPC id of the request, once its body was parsed (null before)."""
+    message = request.message or {}
+    request_id = message.get("id")
+    return (
+        request_id
+        if isinstance(request_id, str | int) and not isinstance(request_id, bool)
+        else None
+    )
+
+
+def _unauthorized(request: "_Request", reason) -> Refusal:
+    description, message = _AUTHENTICATION_ADVICE.get(
+        reason, _AUTHENTICATION_ADVICE[Reason.UNKNOWN_TOKEN]
+    )
+    sent = reason is not Reason.MISSING_TOKEN
+    metadata_url = protected_resource_metadata_url(request.self_url)
+    challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
+    if sent:
+        challenge += f', error="invalid_token", error_description="{description}"'
+    error = "invalid_token" if sent else "unauthorized"
+    body = rpc_error(UNAUTHORIZED, message, _request_id(request))
+    body["error"]["data"] = {"error": error, "error_description": description}
+    return Refusal(
+        401,
+        Outcome.UNAUTHENTICATED,
+        reason,
+        ((b"www-authenticate", challenge.encode()), *request.cors),
+        body,
+    )
+
+
+def _forbidden(request: "_Request", reason, *, needed: str = "") -> Refusal:
+    """403. `needed` is the tool the call asked for and the grant lacks: RFC 6750's scope= names
+    it (our scopes are the tools' names), so a signing-in client can ask for it."""
+    description, message = _FORBIDDEN_ADVICE[reason]
+    challenge = (
+        f'Bearer realm="hyperbook", error="insufficient_scope", '
+        f'error_description="{description}", '
+        f'resource_metadata="{protected_resource_metadata_url(request.self_url)}"'
+    )
+    if needed and TOOL_NAME_RE.match(needed):
+        challenge += f', scope="{needed}"'
+    body = rpc_error(FORBIDDEN, message, _request_id(request))
+    body["error"]["data"] = {"error": "insufficient_scope", "error_description": description}
+    return Refusal(
+        403,
+        Outcome.FORBIDDEN,
+        reason,
+        ((b"www-authenticate", challenge.encode()), *request.cors),
+        body,
+    )
+
+
+def _rate_limited(retry_after: int, reason, cors) -> Refusal:
+    return Refusal(
+        429,
+        Outcome.RATE_LIMITED,
+        reason,
+        ((b"retry-after", str(retry_after).encode()), *cors),
+        rpc_error(RATE_LIMITED, "Too many requests; try again later"),
+    )
 
 
 def parse_message(body: bytes) -> tuple[dict | None, str]:

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from audit.models import AuditEvent
 from core import tracing
 from kb import metrics as kb_metrics
-from kb.answering import QuestionRefused
+from kb.errors import KbError
 from kb.ords import OrdsError
 from kb.plans import PlanError
 from kb.policy import ConditionRefused, PolicyRefused
@@ -34,24 +34,38 @@ INSTRUCTIONS = (
 )
 
 
-def _answer(stakeholder_id: str, prompt: str, limit: int, delegation_id: int) -> dict:
-    from kb.answering import answer_question
+def _answer(principal, question) -> dict:
+    from kb.answering import answer
 
-    return answer_question(
-        stakeholder_id=stakeholder_id, prompt=prompt, limit=limit, delegation_id=delegation_id
-    )
-
-
-def _prompt_language(prompt: str) -> str:
-    from kb.answering import prompt_language
-
-    return prompt_language(prompt)
+    return answer(principal.asker, question, delegation_id=principal.delegation_id)
 
 
 _answer_in_db_thread = in_db_thread(_answer)
 
 Outcome = AuditEvent.Outcome
 Reason = AuditEvent.Reason
+
+# How each refusal of the KB is recorded, most specific first; a reason of None records the
+# refusal's own (a question refused by name: unread_words, …). A refusal is an answer (recorded
+# as allowed); an asker barred by the policy is forbidden; the rest are the tool's errors.
+_KB_REFUSALS: tuple[tuple[type[KbError], AuditEvent.Outcome, AuditEvent.Reason | None], ...] = (
+    (PolicyRefused, Outcome.FORBIDDEN, Reason.POLICY_REFUSED),
+    (ConditionRefused, Outcome.ALLOWED, None),
+    (OrdsError, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR),
+    (PlanError, Outcome.TOOL_ERROR, Reason.INVALID_PLAN),
+)
+
+
+def _recorded_as(exc: KbError) -> tuple[AuditEvent.Outcome, AuditEvent.Reason]:
+    for kind, outcome, reason in _KB_REFUSALS:
+        if isinstance(exc, kind):
+            if reason is None:
+                try:
+                    reason = Reason(exc.reason)
+                except ValueError:  # a reason the audit does not name yet: still a refusal
+                    reason = Reason.MASKED_CONDITION
+            return outcome, reason
+    return Outcome.TOOL_ERROR, Reason.ENGINE_ERROR
 
 
 def _answered_with_error(record, outcome: AuditEvent.Outcome, reason: AuditEvent.Reason) -> None:
@@ -95,43 +109,23 @@ def build_server() -> Server:
             # The gate refuses these with 403 first; this is the second line, never the only one.
             raise MCPError(types.INVALID_REQUEST, "Not permitted")
         try:
-            prompt, limit = tool.checked_arguments(params.arguments)
+            question = tool.checked_arguments(params.arguments)
         except tool.ArgumentError as exc:
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
             return tool.error_result(f"Invalid arguments: {exc}")
-        # The engine writes its own messages in the question's language; these fallbacks follow.
-        language = _prompt_language(prompt)
         try:
             with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
-                answer = await _answer_in_db_thread(
-                    principal.stakeholder_id, prompt, limit, principal.delegation_id
-                )
-        except PolicyRefused as exc:
-            # Suspended or changed since the gate looked (or ORDS refused): still fail closed.
-            _answered_with_error(record, Outcome.FORBIDDEN, Reason.POLICY_REFUSED)
-            with translation.override(language):
+                answer = await _answer_in_db_thread(principal, question)
+        except KbError as exc:
+            # Refusals are written in the question's language; the fallback follows it too.
+            _answered_with_error(record, *_recorded_as(exc))
+            with translation.override(question.language):
                 return tool.error_result(exc.message or _("이 사용자에게 조회 권한 없음"))
-        except OrdsError as exc:
-            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
-            return tool.error_result(exc.message)
-        except QuestionRefused as exc:
-            # Words the reader could not use, or data the KB does not hold: refused by name.
-            # Recorded as allowed like a masked condition: the refusal is the answer.
-            _answered_with_error(record, Outcome.ALLOWED, Reason(exc.reason))
-            return tool.error_result(exc.message)
-        except ConditionRefused as exc:
-            # A condition on a column this user sees masked: refused, and the message says why.
-            # Recorded as allowed, not as a tool error: the refusal is the answer.
-            _answered_with_error(record, Outcome.ALLOWED, Reason.MASKED_CONDITION)
-            return tool.error_result(exc.message)
-        except PlanError as exc:
-            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_PLAN)
-            return tool.error_result(exc.message)
         except Exception:
             request_id = record.request_id if record is not None else "-"
             logger.exception("tool failed request_id=%s", request_id)
             _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
-            with translation.override(language):
+            with translation.override(question.language):
                 message = _("조회 중 오류가 발생했습니다 (request id %(request_id)s).")
             return tool.error_result(message % {"request_id": request_id})
         if record is not None:

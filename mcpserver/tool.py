@@ -8,6 +8,7 @@ from mcp import types
 from kb.catalogue import MAX_LIMIT as LIMIT_MAX
 from kb.catalogue import MIN_LIMIT as LIMIT_MIN
 from kb.catalogue import TOOL_DEFAULT_LIMIT, TOOL_NAME
+from kb.questions import Question
 
 
 class ArgumentError(ValueError):
@@ -56,8 +57,9 @@ def tool_definition(output_schema: dict) -> types.Tool:
     )
 
 
-def checked_arguments(arguments: object) -> tuple[str, int]:
-    """Validate again on the server: never trust that the client honoured the schema."""
+def checked_arguments(arguments: object) -> Question:
+    """The question the arguments ask, validated again on the server: never trust that the
+    client honoured the schema."""
     if not isinstance(arguments, dict):
         raise ArgumentError("arguments must be an object with prompt and limit")
     unknown = sorted(set(arguments) - {"prompt", "limit"})
@@ -73,7 +75,7 @@ def checked_arguments(arguments: object) -> tuple[str, int]:
         raise ArgumentError("limit must be an integer from 1 to 100")
     if not LIMIT_MIN <= limit <= LIMIT_MAX:
         raise ArgumentError("limit must be an integer from 1 to 100")
-    return prompt, limit
+    return Question.asked(prompt, limit)
 
 
 def answer_result(answer: dict) -> types.CallToolResult:

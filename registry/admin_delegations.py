@@ -13,7 +13,7 @@ from kb.access import record_visibility, stakeholder_access
 from kb.models import Stakeholder
 from registry.agent_setup import agent_setups, mcp_url_for
 from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
-from registry.models import TokenDelegation
+from registry.models import ACTIVE, EXPIRED, REVOKED, WRONG_AUDIENCE, TokenDelegation
 from registry.selectors import stakeholder_delegated_tools
 from registry.services import (
     DelegationError,
@@ -24,22 +24,25 @@ from registry.services import (
 
 EXPLAIN_ACCESS_PERMISSION = "registry.explain_access"
 
+# What registry.models.delegation_state() says of a delegation, as its admin shows it.
+DELEGATION_STATE_LABELS = {
+    ACTIVE: _("유효"),
+    EXPIRED: _("만료"),
+    REVOKED: _("폐기"),
+    WRONG_AUDIENCE: _("다른 리소스용"),
+}
+
 
 class DelegationStateFilter(admin.SimpleListFilter):
     title = _("상태")
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [("active", _("유효")), ("expired", _("만료")), ("revoked", _("폐기"))]
+        return list(DELEGATION_STATE_LABELS.items())
 
     def queryset(self, request, queryset):
-        now = timezone.now()
-        if self.value() == "active":
-            return queryset.usable(now=now)
-        if self.value() == "expired":
-            return queryset.filter(revoked_at__isnull=True, expires_at__lte=now)
-        if self.value() == "revoked":
-            return queryset.filter(revoked_at__isnull=False)
+        if self.value() in DELEGATION_STATE_LABELS:
+            return queryset.in_state(self.value(), now=timezone.now())
         return queryset
 
 
@@ -79,9 +82,7 @@ class TokenDelegationAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("상태"))
     def state_label(self, obj):
-        return {"active": _("유효"), "expired": _("만료"), "revoked": _("폐기")}[
-            obj.state(now=timezone.now())
-        ]
+        return DELEGATION_STATE_LABELS[obj.state(now=timezone.now())]
 
     def has_change_permission(self, request, obj=None):
         # Delegations are immutable: revoke one and issue another instead.

@@ -17,6 +17,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from core.redaction import redact_secrets
 from core.tokens import token_fingerprint
+from kb.catalogue import TOOL_DEFAULT_LIMIT
 from registry.answer_chart import chart_hint
 from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn, McpServer
@@ -109,7 +110,13 @@ def _token(value: str, stakeholder_id: str) -> ConsoleToken:
 
 
 def console_run(
-    *, user, kind: str, server: McpServer, token: ConsoleToken, prompt: str = "", limit: int = 50
+    *,
+    user,
+    kind: str,
+    server: McpServer,
+    token: ConsoleToken,
+    prompt: str = "",
+    limit: int = TOOL_DEFAULT_LIMIT,
 ) -> ConsoleTurn:
     """One console exchange as `user`, kept as a turn of their history with its audit event."""
     exchange = mcp_exchange_run(

@@ -110,9 +110,45 @@ class AllowedTool(models.Model):
         return self.tool_name
 
 
+ACTIVE, EXPIRED, REVOKED, WRONG_AUDIENCE = "active", "expired", "revoked", "wrong_audience"
+DELEGATION_STATES = (ACTIVE, EXPIRED, REVOKED, WRONG_AUDIENCE)
+
+
+def delegation_state(revoked_at, expires_at, audience: str, now) -> str:
+    """Whether a delegation's token is usable now, and if not, why: the one rule, asked by /mcp on
+    every request, the model, its queryset and the admin (registry.delegations re-exports it).
+
+    A token is for the resource it was issued for: once this deployment names its resource
+    (MCP_RESOURCE_URL), a delegation issued for another one is refused. Delegations issued before
+    any resource was named carry none and stay valid."""
+    if revoked_at is not None:
+        return REVOKED
+    if expires_at <= now:
+        return EXPIRED
+    resource = settings.MCP_RESOURCE_URL
+    if audience and resource and audience != resource:
+        return WRONG_AUDIENCE
+    return ACTIVE
+
+
 class DelegationQuerySet(models.QuerySet):
+    def in_state(self, state: str, *, now):
+        """The delegations delegation_state() puts in `state` at `now`, as one filter."""
+        live = models.Q(revoked_at__isnull=True, expires_at__gt=now)
+        resource = settings.MCP_RESOURCE_URL
+        for_here = models.Q(audience="") | models.Q(audience=resource) if resource else models.Q()
+        if state == ACTIVE:
+            return self.filter(live & for_here)
+        if state == EXPIRED:
+            return self.filter(revoked_at__isnull=True, expires_at__lte=now)
+        if state == REVOKED:
+            return self.filter(revoked_at__isnull=False)
+        if state == WRONG_AUDIENCE:
+            return self.filter(live & ~for_here) if resource else self.none()
+        raise ValueError(f"unknown delegation state {state!r}")
+
     def usable(self, *, now):
-        return self.filter(revoked_at__isnull=True, expires_at__gt=now)
+        return self.in_state(ACTIVE, now=now)
 
 
 class TokenDelegation(models.Model):
@@ -189,11 +225,7 @@ class TokenDelegation(models.Model):
         return f"{self.display_prefix}… → {self.stakeholder_id} ({self.agent_name})"
 
     def state(self, *, now) -> str:
-        if self.revoked_at is not None:
-            return "revoked"
-        if self.expires_at <= now:
-            return "expired"
-        return "active"
+        return delegation_state(self.revoked_at, self.expires_at, self.audience, now)
 
 
 class ConsoleTurn(models.Model):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from core.tokens import token_fingerprint
-from registry.models import McpServer, TokenDelegation, ToolPin
+from registry.models import ACTIVE, McpServer, TokenDelegation, ToolPin
 
 
 def server_declarations_export() -> list[dict]:
@@ -22,7 +22,7 @@ def delegation_for_token_is_usable(*, token: str, stakeholder) -> bool:
     return (
         delegation is not None
         and delegation.stakeholder_id == stakeholder.stakeholder_id
-        and delegation.state(now=timezone.now()) == "active"
+        and delegation.state(now=timezone.now()) == ACTIVE
     )
 
 

@@ -16,13 +16,13 @@ from audit.services import audit_change
 from core.tokens import token_fingerprint
 from kb.models import Stakeholder
 from kb.policy import query_refusal
-from registry.models import TokenDelegation
-from registry.services import (
+from registry.delegations import (
     DelegationError,
     _checked_delegation_terms,
     _delegation_snapshot,
     delegation_revoke,
 )
+from registry.models import TokenDelegation
 from registry.tokens import display_prefix, generate_token
 from signin.models import StakeholderLogin
 

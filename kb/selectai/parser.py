@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, MAX_LIMIT, PAYMENTS, TOOL_DEFAULT_LIMIT
+from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS, TOOL_DEFAULT_LIMIT, clamp_limit
 
 from . import dates
 from .question import Question, question_language, span
@@ -191,7 +191,7 @@ def _clamp_limit(limit: object) -> int:
         value = int(limit)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         value = TOOL_DEFAULT_LIMIT
-    return min(max(value, 1), MAX_LIMIT)
+    return clamp_limit(value)
 
 
 def _normalise(prompt: object) -> str:

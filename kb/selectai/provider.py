@@ -62,16 +62,14 @@ class ProviderConfig:
 
 def provider_config() -> ProviderConfig:
     """The SELECT_AI_* settings, checked; ImproperlyConfigured names what is wrong."""
-    base_url = checked_service_url(
-        getattr(settings, "SELECT_AI_BASE_URL", ""), "SELECT_AI_BASE_URL"
-    )
-    model = (getattr(settings, "SELECT_AI_MODEL", "") or "").strip()
+    base_url = checked_service_url(settings.SELECT_AI_BASE_URL, "SELECT_AI_BASE_URL")
+    model = (settings.SELECT_AI_MODEL or "").strip()
     if not model:
         raise ImproperlyConfigured("SELECT_AI_MODEL is not set")
-    api_key = getattr(settings, "SELECT_AI_API_KEY", None) or None
+    api_key = settings.SELECT_AI_API_KEY or None
     if api_key is not None and not re.fullmatch(r"[\x21-\x7e]{1,4096}", api_key):
         raise ImproperlyConfigured("SELECT_AI_API_KEY must be one visible-ASCII token")
-    timeout = getattr(settings, "SELECT_AI_TIMEOUT_SECONDS", None)
+    timeout = settings.SELECT_AI_TIMEOUT_SECONDS
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise ImproperlyConfigured("SELECT_AI_TIMEOUT_SECONDS must be a positive number")
     return ProviderConfig(base_url=base_url, model=model, api_key=api_key, timeout_seconds=timeout)

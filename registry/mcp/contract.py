@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kb.catalogue import MAX_LIMIT, MIN_LIMIT
+from kb.catalogue import MAX_LIMIT, MIN_LIMIT, TOOL_DEFAULT_LIMIT
 from registry.declarations import McpServerDeclaration
 from registry.mcp.errors import InvalidArguments, ToolContractMismatch, ToolNotAllowed
 
 LIMIT_MIN, LIMIT_MAX = MIN_LIMIT, MAX_LIMIT
-DEFAULT_LIMIT = 50
+DEFAULT_LIMIT = TOOL_DEFAULT_LIMIT
 
 
 def as_declaration(server) -> McpServerDeclaration:

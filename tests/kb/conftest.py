@@ -76,3 +76,21 @@ def kb_demo(django_db_setup, django_db_blocker):
 @pytest.fixture
 def kb(kb_demo, db):
     """The demo data inside this test's transaction."""
+
+
+# The exhaustive oracle runs (thousands of generated plans against the ORM) belong to the full run
+# and to the PostgreSQL run, not to `make test-fast`; their one-plan cousins stay in it.
+EXHAUSTIVE_ORACLES = {
+    "test_every_entity_field_and_operator_answers_as_the_orm_did",
+    "test_every_aggregate_and_grouping_answers_as_the_orm_did",
+    "test_random_plans_answer_as_the_orm_did",
+    "test_plans_on_masked_columns_are_refused_as_before",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.endswith("test_vpd_compiled") and (
+            getattr(item, "originalname", item.name) in EXHAUSTIVE_ORACLES
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -137,17 +137,29 @@ def test_inspector_calls_the_tool_as_the_planner(peers, server, world):
 
 
 @pytest.mark.parametrize(
-    ("token", "server_error"),
-    [(None, "unauthorized"), ("hbvpd_forged-token-that-was-never-issued-000", "invalid_token")],
+    ("token", "server_error", "advice"),
+    [
+        (None, "unauthorized", "Authentication required"),
+        (
+            "hbvpd_forged-token-that-was-never-issued-000",
+            "invalid_token",
+            "not known to this server",
+        ),
+    ],
     ids=["no-token", "forged-token"],
 )
-def test_inspector_without_a_valid_token_exits_3_auth_required(peers, server, token, server_error):
+def test_inspector_without_a_valid_token_exits_3_auth_required(
+    peers, server, token, server_error, advice
+):
     result = inspector(peers, server.mcp, "--method", "tools/list", token=token)
     assert result.returncode == 3, (result.stdout, result.stderr)
     error = one_json_object(result.stdout + "\n" + result.stderr)["error"]
     assert error["code"] == "auth_required"
-    # It is our 401 that the Inspector reports, not a failed attempt at an OAuth login.
+    # It is our 401 that the Inspector reports, not a failed attempt at an OAuth login, and the
+    # message it shows says what happened and what to do.
     assert f'"error": "{server_error}"' in error["message"]
+    assert advice in error["message"]
+    assert "Interactive OAuth requires a TTY" not in error["message"]
 
 
 # --- the official conformance suite --------------------------------------------------------------
@@ -168,7 +180,8 @@ def _assert_dns_rebinding_passes(checks: list[dict]) -> None:
     assert rejected["details"]["hostHeader"] == "evil.example.com"
     assert rejected["details"]["statusCode"] == 403
     # Refused by our gate (its JSON-RPC error), not by the proxy.
-    assert rejected["details"]["body"]["error"]["message"] == "Host not allowed"
+    message = rejected["details"]["body"]["error"]["message"]
+    assert message.startswith("Host not allowed") and "MCP_ALLOWED_HOSTS" in message
     assert rejected["status"] == "SUCCESS"
     assert accepted["status"] == "SUCCESS", accepted
     assert accepted["details"]["statusCode"] == 200

@@ -6,6 +6,7 @@ import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.mcpserver.conftest import TOOL
 
@@ -64,3 +65,98 @@ def test_a_condition_on_a_masked_column_is_a_tool_error_that_says_why(server, wo
     assert "주민등록번호(rrn)" in korean.content[0].text and "가려져" in korean.content[0].text
     assert "(rrn)" in english.content[0].text and "masked" in english.content[0].text
     assert korean.structured_content is None  # no rows, not even a count
+
+
+# --- refusals the SDK client can show ------------------------------------------------------------
+
+
+async def sdk_refusal(url: str, token: str | None, *, call: str | None = None) -> MCPError:
+    """The error the SDK client raises for our refusal: of initialize, or of a tools/call."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                with pytest.raises(MCPError) as refused:
+                    if call is None:
+                        await session.initialize()
+                    else:
+                        await session.initialize()
+                        await session.call_tool(call, {"prompt": "담당 고객 목록"})
+    return refused.value
+
+
+@pytest.mark.parametrize(
+    ("token", "says"),
+    [
+        (None, "Authentication required"),
+        ("hbvpd_forged-token-that-was-never-issued-000000000", "not known to this server"),
+    ],
+    ids=["no-token", "forged-token"],
+)
+def test_the_sdk_client_shows_what_a_401_means_and_what_to_do(server, token, says):
+    error = asyncio.run(sdk_refusal(server.mcp, token))
+
+    assert error.error.message != "Server returned an error response"
+    assert says in error.error.message
+    assert (
+        "Authorization: Bearer <token>" in error.error.message or "operator" in error.error.message
+    )
+    assert error.error.code == -32001
+
+
+def test_the_sdk_client_shows_why_a_valid_token_is_forbidden(server, world):
+    suspended = asyncio.run(sdk_refusal(server.mcp, world.tokens["KB-P-099"]))
+    not_delegated = asyncio.run(sdk_refusal(server.mcp, world.no_tool_token, call=TOOL))
+
+    assert suspended.error.code == not_delegated.error.code == -32003
+    assert "may not query the knowledge base" in suspended.error.message
+    assert "access page" in suspended.error.message
+    assert "not among the token's delegated tools" in not_delegated.error.message
+
+
+def test_401_and_403_bodies_are_json_rpc_errors_beside_the_challenge(server, world):
+    unknown = server.post(
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+        token="hbvpd_forged-token-that-was-never-issued-000000000",
+    )
+    not_delegated = server.post(
+        {
+            "jsonrpc": "2.0",
+            "id": "call-7",
+            "method": "tools/call",
+            "params": {"name": TOOL, "arguments": {"prompt": "x"}},
+        },
+        token=world.no_tool_token,
+    )
+
+    assert unknown.status_code == 401
+    body = unknown.json()
+    # Refused before the body was read: no id to echo, and the SDK puts its own in.
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["error"]["data"] == {
+        "error": "invalid_token",
+        "error_description": "The token is not known",
+    }
+    assert 'error_description="The token is not known"' in unknown.headers["www-authenticate"]
+    assert not_delegated.status_code == 403
+    assert not_delegated.json()["id"] == "call-7"  # parsed by then: the request's own id
+    assert not_delegated.json()["error"]["data"]["error"] == "insufficient_scope"
+
+
+@pytest.mark.parametrize(
+    ("headers", "setting"),
+    [
+        ({"Host": "evil.example.com"}, "MCP_ALLOWED_HOSTS"),
+        ({"Origin": "http://evil.example.com"}, "MCP_ALLOWED_ORIGINS"),
+    ],
+    ids=["host", "origin"],
+)
+def test_host_and_origin_refusals_name_the_setting_to_change(server, world, headers, setting):
+    refused = server.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        token=world.tokens["KB-P-001"],
+        headers=headers,
+    )
+
+    assert refused.status_code == 403
+    assert setting in refused.json()["error"]["message"]

@@ -7,6 +7,7 @@ import anyio
 import pytest
 from mcp import types
 
+from kb.policy import StakeholderSnapshot
 from mcpserver import server as mcp_server
 from mcpserver.principals import Principal
 from tests.mcpserver.conftest import TOOL
@@ -18,9 +19,9 @@ def principal(stakeholder_id: str, role: str) -> Principal:
     """As the gate would pass it on, had the stakeholder been allowed when it looked."""
     return Principal(
         delegation_id=1,
-        stakeholder_id=stakeholder_id,
-        role=role,
-        branch_id=None,
+        asker=StakeholderSnapshot(
+            stakeholder_id=stakeholder_id, role=role, branch_id=None, status="active"
+        ),
         tools=frozenset({TOOL}),
         display_prefix="hbvpd_test",
         fingerprint="0" * 64,

@@ -10,6 +10,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from kb.catalogue import TOOL_DEFAULT_LIMIT
 from kb.models import Stakeholder
 from registry.console import ConsoleError, console_token
 from registry.mcp.contract import LIMIT_MAX, LIMIT_MIN
@@ -34,7 +35,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--as", dest="stakeholder", required=True, help="stakeholder id, e.g. KB-P-001"
         )
-        parser.add_argument("--limit", type=int, default=50, help="rows, 1..100 (clamped)")
+        parser.add_argument(
+            "--limit", type=int, default=TOOL_DEFAULT_LIMIT, help="rows, 1..100 (clamped)"
+        )
         parser.add_argument("--server", default="kb_mcp", help="registered server id")
         parser.add_argument(
             "--presets",
