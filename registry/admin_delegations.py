@@ -2,6 +2,7 @@
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -13,6 +14,7 @@ from kb.access import record_visibility, stakeholder_access
 from kb.models import Stakeholder
 from registry.agent_setup import agent_setups, mcp_url_for
 from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
+from registry.issued_tokens import issued_page_path, token_hand_over, token_take_over
 from registry.models import TokenDelegation
 from registry.selectors import stakeholder_delegated_tools
 from registry.services import (
@@ -95,6 +97,9 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         return [
             path("register/", view(self.register_view), name="registry_tokendelegation_register"),
             path(
+                "<int:pk>/issued/", view(self.issued_view), name="registry_tokendelegation_issued"
+            ),
+            path(
                 "<int:pk>/revoke/", view(self.revoke_view), name="registry_tokendelegation_revoke"
             ),
             path(
@@ -117,25 +122,50 @@ class TokenDelegationAdmin(admin.ModelAdmin):
             except DelegationError as exc:
                 form.add_error(None, str(exc))
             else:
-                response = self._render(
-                    request,
-                    "admin/registry/tokendelegation/issued.html",
-                    {
-                        "delegation": delegation,
-                        "token": token,
-                        "mcp_url": (mcp_url := mcp_url_for(request)),
-                        "setups": agent_setups(url=mcp_url, token=token),
-                        "title": _("토큰 발급됨"),
-                    },
+                # Post/Redirect/Get: a reload or a back-navigation re-requests the page that
+                # shows the token, never the POST that issued it.
+                response = HttpResponseRedirect(issued_page_path(delegation), status=303)
+                token_hand_over(
+                    response=response, request=request, delegation=delegation, token=token
                 )
-                # admin_view adds never_cache; no-store keeps the page out of every cache.
-                response["Cache-Control"] = "no-store"
                 return response
         return self._render(
             request,
             "admin/registry/tokendelegation/terms_form.html",
             {"form": form, "title": _("새 VPD 토큰 발급")},
         )
+
+    def issued_view(self, request, pk: int):
+        """The new token, shown once to whoever issued it; afterwards the page says it is gone."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        delegation = get_object_or_404(TokenDelegation, pk=pk, created_by=request.user)
+        response = TemplateResponse(request, "admin/registry/tokendelegation/issued.html", {})
+        token = token_take_over(request=request, response=response, delegation=delegation)
+        context = {
+            "delegation": delegation,
+            "token": token,
+            "title": _("토큰 발급됨") if token else _("토큰은 이미 표시되었습니다"),
+        }
+        if token:
+            mcp_url = mcp_url_for(request)
+            context.update(
+                mcp_url=mcp_url,
+                setups=agent_setups(
+                    url=mcp_url, token=token, stakeholder_id=delegation.stakeholder_id
+                ),
+            )
+        else:
+            response.status_code = 410
+        response.context_data = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            **context,
+        }
+        # admin_view adds never_cache; no-store keeps the page out of every cache, so a
+        # back-navigation asks the server again, which no longer has the token to show.
+        response["Cache-Control"] = "no-store"
+        return response
 
     def register_view(self, request):
         if not self.has_add_permission(request):
@@ -149,7 +179,8 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                     raw_token=raw_token, created_by=request.user, **_terms(data)
                 )
             except DelegationError as exc:
-                form.add_error(None, str(exc))
+                # The form has checked the terms already: what is left is about the token.
+                form.add_error("token", str(exc))
             else:
                 messages.success(
                     request, _("토큰 지문을 등록했습니다. 토큰 원문은 저장하지 않습니다.")

@@ -4,14 +4,18 @@ the access page against the CSV files, the audit overview, the agent set-up page
 to test-artifacts/ (a token is masked out of every one)."""
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.db import connection
 
-from core.groups import AUDITORS, ensure_default_groups
+from core.groups import AUDITORS, MCP_ADMINS, ensure_default_groups
+from registry.models import TokenDelegation
 from registry.presets import write_token_presets
 from tests.browser.test_console_browser import ARTIFACTS, PASSWORD, browser  # noqa: F401
+from tests.kb.conftest import demo_rows, expected_customer_ids
 from tests.live import live_server
 from tests.registry.test_access_page import truth_counts
 
@@ -35,6 +39,9 @@ def pages_site(world, tmp_path_factory, django_db_blocker):
         if not User.objects.filter(username="pages-auditor").exists():
             auditor = User.objects.create_user("pages-auditor", password=PASSWORD, is_staff=True)
             auditor.groups.add(Group.objects.get(name=AUDITORS))
+        if not User.objects.filter(username="pages-mcpadmin").exists():
+            member = User.objects.create_user("pages-mcpadmin", password=PASSWORD, is_staff=True)
+            member.groups.add(Group.objects.get(name=MCP_ADMINS))
     env = {"VPD_TOKEN_PRESETS_FILE": str(presets), "MCP_RATE_LIMIT": "10000/minute"}
     with live_server(folder / "server.log", env) as url:
         yield url
@@ -90,7 +97,21 @@ def test_the_access_page_counts_what_the_csv_files_say(pages_site, browser, user
     page.click("#record ~ input[type=submit]")
     page.wait_for_selector("#access-visibility")
     assert page.get_attribute("#access-visibility", "data-visible") == "yes"
+    assert page.locator("#access-visibility").is_visible()
     shot(page, f"access-{username}-{language}")
+
+    # And the answer "no" is shown too (the admin's CSS hides a `.hidden` element outright).
+    unseen = sorted(
+        {row["customer_id"] for row in demo_rows("customers")} - expected_customer_ids("KB-M-001")
+    )[0]
+    page.fill("#record", unseen)
+    page.click("#record ~ input[type=submit]")
+    page.wait_for_selector(f"#access-visibility:has-text('{unseen}')")
+    answer = page.locator("#access-visibility")
+    assert answer.get_attribute("data-visible") == "no"
+    assert answer.is_visible() and answer.bounding_box()["height"] > 0
+    assert unseen in answer.inner_text()
+    shot(page, f"access-refused-{username}-{language}")
     page.close()
 
 
@@ -148,9 +169,70 @@ def test_the_agent_set_up_page_has_a_copy_button_for_each_client(pages_site, bro
     page.wait_for_selector("#setup-vscode")
     token = page.inner_text("#issued-token").strip()
     assert token in page.inner_text("#setup-inspector")
-    assert page.locator("button[data-copy^=setup-]").count() == 3
-    secret = ["#issued-token", "#setup-vscode", "#setup-claude", "#setup-inspector"]
+    # VS Code's file asks for the token; the embedded form waits behind its warning, folded.
+    assert token not in page.inner_text("#setup-vscode")
+    assert "promptString" in page.inner_text("#setup-vscode")
+    assert not page.locator("#setup-vscode-embedded").is_visible()
+    page.click("#embedded-vscode summary")
+    assert page.locator("#setup-vscode-embedded").is_visible()
+    assert token in page.inner_text("#setup-vscode-embedded")
+    assert page.locator("button[data-copy^=setup-]:visible").count() == 4
+    secret = [
+        "#issued-token",
+        "#setup-vscode-embedded",
+        "#setup-claude",
+        "#setup-inspector",
+    ]
     shot(page, f"agent-setup-{language}", mask=secret)
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_a_reload_or_a_back_navigation_neither_shows_nor_issues_the_token_again(
+    pages_site,
+    browser,  # noqa: F811
+    django_db_blocker,
+    username,
+    language,
+):
+    agent = f"reload {username} {language}"
+    page = logged_in(
+        browser, pages_site, username, language, "/admin/registry/tokendelegation/add/"
+    )
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": agent})
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    token = page.inner_text("#issued-token").strip()
+    issued_at = page.url
+    assert "/issued/" in issued_at
+
+    def issued() -> int:
+        # Playwright's sync API keeps an event loop in this thread: ask the database from another.
+        def count():
+            with django_db_blocker.unblock():
+                try:
+                    return TokenDelegation.objects.filter(agent_name=agent).count()
+                finally:
+                    connection.close()
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(count).result(timeout=30)
+
+    assert issued() == 1
+    response = page.reload()
+    assert response.status == 410
+    assert token not in page.content()
+    assert page.locator("#token-gone").is_visible()
+    shot(page, f"token-gone-{username}-{language}")
+    page.go_back()
+    page.wait_for_selector("#content")
+    assert token not in page.content()
+    page.go_forward()
+    page.wait_for_selector("#content")
+    assert token not in page.content()
+    assert page.url == issued_at
+    assert issued() == 1, "navigating issued another token"
     page.close()
 
 
