@@ -23,6 +23,7 @@ from audit.verification import (
     verification_in_progress,
     verification_request,
 )
+from audit.wording import reason_label
 from core.admin import ReadOnlyAdmin
 from core.charts import Series, stacked_bar_chart
 
@@ -110,6 +111,9 @@ class ReasonFilter(OneValueFilter):
     title = _("사유")
     parameter_name = "reason"
 
+    def label(self, value: str) -> str:
+        return reason_label(value)
+
     def queryset(self, request, queryset):
         return queryset.filter(detail=self.value()) if self.value() else queryset
 
@@ -182,11 +186,19 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_per_page = 50
     ordering = ("-occurred_at", "-sequence")
     change_list_template = "admin/audit/auditevent/change_list.html"
-    readonly_fields = [f.name for f in AuditEvent._meta.concrete_fields] + [
+    readonly_fields = [
+        name
+        for f in AuditEvent._meta.concrete_fields
+        for name in ((f.name, "reason_words") if f.name == "detail" else (f.name,))
+    ] + [
         "delivery_state",
         "delivery_attempts",
         "delivery_error",
     ]
+
+    @admin.display(description=_("사유"))
+    def reason_words(self, obj):
+        return reason_label(obj.detail) if obj.detail else "-"
 
     @admin.display(description=_("전달 상태"))
     def delivery_state(self, obj):
@@ -354,7 +366,9 @@ def overview_chart(overview) -> str:
         for outcome, counts in overview.by_outcome.items()
     ]
     labels = [_("%(hour)s시") % {"hour": hour.strftime("%H")} for hour in overview.hours]
-    return stacked_bar_chart(labels, series, title=str(_("시간별 이벤트 (결과별)")))
+    return stacked_bar_chart(
+        labels, series, title=str(_("시간별 이벤트 (결과별)")), unit=str(_("이벤트 수 (건)"))
+    )
 
 
 def _events_url(**query) -> str:

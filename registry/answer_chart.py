@@ -35,6 +35,7 @@ def chart_hint(answer: dict) -> dict | None:
         "labels": list(group_by),
         "value": value,
         "title": f"{columns[value]} · {' · '.join(columns[name] for name in group_by)}",
+        "unit": columns[value],
     }
 
 
@@ -61,6 +62,9 @@ def answer_chart(rendered: dict) -> SafeString | None:
     if hint.get("kind") == "line":
         order = sorted(range(len(labels)), key=labels.__getitem__)
         return line_chart(
-            [labels[i] for i in order], [values[i] for i in order], title=hint.get("title", "")
+            [labels[i] for i in order],
+            [values[i] for i in order],
+            title=hint.get("title", ""),
+            unit=hint.get("unit", ""),
         )
-    return bar_chart(labels, values, title=hint.get("title", ""))
+    return bar_chart(labels, values, title=hint.get("title", ""), unit=hint.get("unit", ""))

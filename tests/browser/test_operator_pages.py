@@ -147,7 +147,8 @@ def test_the_console_draws_a_grouped_answer_as_bars_of_its_numbers(pages_site, b
         "trs => trs.map(tr => [...tr.children].map(td => td.textContent))"
     )
     value_at = next(i for i, name in enumerate(headers) if name.endswith("count") or name == "n")
-    expected = sorted(float(row[value_at]) for row in rows)
+    # Cells read as figures ("1,234"; amounts "32,000원"): the bars carry the plain numbers.
+    expected = sorted(float(row[value_at].replace(",", "").removesuffix("원")) for row in rows)
     bars = page.locator("#answer-chart rect.bar").evaluate_all(
         "bars => bars.map(b => [Number(b.dataset.value), Number(b.getAttribute('height'))])"
     )

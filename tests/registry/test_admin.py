@@ -101,9 +101,7 @@ def test_the_operator_groups_exist_with_fitting_permissions():
     assert {p for p in auditor_perms if not p.startswith("view_")} == {"explain_access"}
 
 
-def test_the_demo_registrations_that_point_at_nothing_are_disabled_examples(
-    servers, admin_client
-):
+def test_the_demo_registrations_that_point_at_nothing_are_disabled_examples(servers, admin_client):
     examples = McpServer.objects.filter(server_id__in=["kb_vector_mcp", "local_rag_8500"])
     assert examples.count() == 2
     for server in examples:

@@ -1,0 +1,17 @@
+from django import template
+
+from registry.answer_format import cell_text
+from registry.pinning import pin_state_label
+
+register = template.Library()
+register.filter("pin_state_label", pin_state_label)
+
+
+@register.filter
+def formatted_cells(row, columns):
+    """A row's cells as the console shows them, each formatted for its column."""
+    names = [column.get("name", "") for column in columns or []]
+    return [
+        cell_text(value, column_name=names[i] if i < len(names) else "")
+        for i, value in enumerate(row)
+    ]
