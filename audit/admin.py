@@ -45,6 +45,7 @@ class TimeRangeFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         return [
+            ("today", _("오늘")),
             ("1h", _("최근 1시간")),
             ("24h", _("최근 24시간")),
             ("7d", _("최근 7일")),
@@ -54,6 +55,19 @@ class TimeRangeFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         start = selectors.since(self.value() or "")
         return queryset.filter(occurred_at__gte=start) if start else queryset
+
+
+class RefusedFilter(admin.SimpleListFilter):
+    title = _("거부 여부")
+    parameter_name = "refused"
+
+    def lookups(self, request, model_admin):
+        return [("1", _("거부된 요청만"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "1":
+            return queryset.filter(outcome__in=selectors.REFUSED_OUTCOMES)
+        return queryset
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -171,6 +185,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         TimeRangeFilter,
         HourFilter,
         "outcome",
+        RefusedFilter,
         ReasonFilter,
         StatusFilter,
         ActionFilter,

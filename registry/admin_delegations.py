@@ -1,5 +1,7 @@
 """Admin for token delegations: issue (token shown once), register, revoke. Never a raw token."""
 
+from datetime import timedelta
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
@@ -25,6 +27,7 @@ from registry.services import (
 )
 
 EXPLAIN_ACCESS_PERMISSION = "registry.explain_access"
+EXPIRING_SOON = timedelta(days=7)
 
 
 class DelegationStateFilter(admin.SimpleListFilter):
@@ -32,12 +35,19 @@ class DelegationStateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [("active", _("유효")), ("expired", _("만료")), ("revoked", _("폐기"))]
+        return [
+            ("active", _("유효")),
+            ("expiring", _("7일 안에 만료")),
+            ("expired", _("만료")),
+            ("revoked", _("폐기")),
+        ]
 
     def queryset(self, request, queryset):
         now = timezone.now()
         if self.value() == "active":
             return queryset.usable(now=now)
+        if self.value() == "expiring":
+            return queryset.usable(now=now).filter(expires_at__lte=now + EXPIRING_SOON)
         if self.value() == "expired":
             return queryset.filter(revoked_at__isnull=True, expires_at__lte=now)
         if self.value() == "revoked":

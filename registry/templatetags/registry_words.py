@@ -1,6 +1,7 @@
 from django import template
 
 from registry.answer_format import cell_text
+from registry.dashboard import dashboard_figures, dashboard_servers
 from registry.pinning import pin_state_label
 
 register = template.Library()
@@ -15,3 +16,12 @@ def formatted_cells(row, columns):
         cell_text(value, column_name=names[i] if i < len(names) else "")
         for i, value in enumerate(row)
     ]
+
+
+@register.inclusion_tag("admin/registry/_dashboard.html", takes_context=True)
+def dashboard(context):
+    user = context["request"].user
+    return {
+        "figures": dashboard_figures(user=user),
+        "servers": dashboard_servers(user=user),
+    }

@@ -18,7 +18,7 @@ from audit.models import AuditCheckpoint, AuditEvent, ChainVerification
 from kb.models import Branch, Stakeholder
 from registry import pinning
 from registry.declarations import validate_mcp_server
-from registry.models import ConsoleTurn, McpServer, TokenDelegation, ToolPin
+from registry.models import ConsoleTurn, McpServer, ServerCheck, TokenDelegation, ToolPin
 from registry.presets import write_token_presets
 from registry.services import delegation_issue, server_save
 from tests.registry.conftest import custom_python_declaration, kb_declaration
@@ -43,6 +43,7 @@ MATRIX = {
     "server.add": {S, M},
     "server.change": {S, M},
     "server.delete": {S, M},
+    "server.check_now": {S, M},  # a service check: no user's bearer
     "delegation.view": {S, M, A},
     "delegation.issue": {S, M},
     "delegation.register": {S, M},
@@ -246,6 +247,11 @@ def server_delete(browser, world, user):
     return response, gone
 
 
+def server_check_now(browser, world, user):
+    response = browser.post(f"/admin/registry/mcpserver/{world.kb.pk}/check/")
+    return response, ServerCheck.objects.filter(server=world.kb).exists()
+
+
 def delegation_terms():
     return {
         "stakeholder": "KB-P-001",
@@ -365,6 +371,7 @@ ACTIONS = {
     "server.add": server_add,
     "server.change": server_change,
     "server.delete": server_delete,
+    "server.check_now": server_check_now,
     "delegation.view": viewer("/admin/registry/tokendelegation/"),
     "delegation.issue": delegation_issue_action,
     "delegation.register": delegation_register_action,
