@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect
@@ -15,9 +16,16 @@ from django.utils.translation import pgettext_lazy
 from kb.access import record_visibility, stakeholder_access
 from kb.models import Stakeholder
 from registry.agent_setup import agent_setups, mcp_url_for
-from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
+from registry.forms import (
+    DelegationBulkRevokeForm,
+    DelegationRegisterForm,
+    DelegationRenewForm,
+    DelegationRevokeForm,
+    DelegationTermsForm,
+)
 from registry.issued_tokens import issued_page_path, token_hand_over, token_take_over
 from registry.models import TokenDelegation
+from registry.renewal import delegation_renew, delegations_revoke
 from registry.selectors import stakeholder_delegated_tools
 from registry.services import (
     DelegationError,
@@ -84,8 +92,10 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         "revoked_at",
         "revoked_reason",
         "revoked_by",
+        "renews",
     )
     fields = readonly_fields
+    actions = ["revoke_selected"]
     change_form_template = "admin/registry/tokendelegation/change_form.html"
     change_list_template = "admin/registry/tokendelegation/change_list.html"
 
@@ -112,6 +122,7 @@ class TokenDelegationAdmin(admin.ModelAdmin):
             path(
                 "<int:pk>/revoke/", view(self.revoke_view), name="registry_tokendelegation_revoke"
             ),
+            path("<int:pk>/renew/", view(self.renew_view), name="registry_tokendelegation_renew"),
             path(
                 "access/<str:stakeholder_id>/",
                 view(self.access_view),
@@ -230,6 +241,69 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                 "form": form,
                 "delegation": delegation,
                 "title": pgettext_lazy("page title", "위임 폐기"),
+            },
+        )
+
+    def renew_view(self, request, pk: int):
+        """A successor with the same stakeholder, tools and agent; its token is shown once."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        delegation = get_object_or_404(TokenDelegation, pk=pk)
+        form = DelegationRenewForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                successor, token = delegation_renew(
+                    delegation=delegation,
+                    expires_at=form.cleaned_data["expires_at"],
+                    revoke_now=form.cleaned_data["revoke_now"],
+                    renewed_by=request.user,
+                )
+            except DelegationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                response = HttpResponseRedirect(issued_page_path(successor), status=303)
+                token_hand_over(
+                    response=response, request=request, delegation=successor, token=token
+                )
+                return response
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/renew.html",
+            {
+                "form": form,
+                "delegation": delegation,
+                "title": _("위임 갱신: %(delegation)s") % {"delegation": delegation},
+            },
+        )
+
+    @admin.action(description=_("선택한 위임 폐기 (사유 입력)"), permissions=["add"])
+    def revoke_selected(self, request, queryset):
+        """Asks for one reason, then revokes every selected delegation with it."""
+        form = DelegationBulkRevokeForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            try:
+                revoked = delegations_revoke(
+                    delegations=list(queryset),
+                    reason=form.cleaned_data["reason"],
+                    revoked_by=request.user,
+                )
+            except DelegationError as exc:
+                form.add_error("reason", str(exc))
+            else:
+                self.message_user(
+                    request,
+                    _("위임 %(n)s개를 폐기했습니다.") % {"n": revoked},
+                    messages.SUCCESS,
+                )
+                return None
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/revoke_selected.html",
+            {
+                "form": form,
+                "delegations": list(queryset.select_related("stakeholder")),
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                "title": _("선택한 위임 폐기"),
             },
         )
 

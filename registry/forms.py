@@ -22,6 +22,38 @@ def _latest_expiry():
     return timezone.now() + timedelta(days=settings.DELEGATION_MAX_LIFETIME_DAYS)
 
 
+class ExpiryField(forms.DateTimeField):
+    """A local date-time picker, its bounds (now .. DELEGATION_MAX_LIFETIME_DAYS) shown and kept."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            label=_("만료 시각"),
+            initial=_default_expiry,
+            widget=forms.DateTimeInput(format=LOCAL_MINUTE, attrs={"type": "datetime-local"}),
+            **kwargs,
+        )
+
+    def bind_bounds(self) -> None:
+        now, latest = timezone.localtime(), timezone.localtime(_latest_expiry())
+        self.widget.attrs.update(min=now.strftime(LOCAL_MINUTE), max=latest.strftime(LOCAL_MINUTE))
+        self.help_text = _("%(zone)s 기준. 최대 %(latest)s (%(days)s일 뒤)까지.") % {
+            "zone": timezone.get_current_timezone_name(),
+            "latest": date_format(latest, "SHORT_DATETIME_FORMAT"),
+            "days": settings.DELEGATION_MAX_LIFETIME_DAYS,
+        }
+
+    def clean(self, value):
+        expires_at = super().clean(value)
+        if expires_at <= timezone.now():
+            raise forms.ValidationError(_("만료 시각은 현재 이후여야 합니다."))
+        if expires_at > _latest_expiry():
+            raise forms.ValidationError(
+                _("만료 시각은 최대 %(days)s일 이내여야 합니다.")
+                % {"days": settings.DELEGATION_MAX_LIFETIME_DAYS}
+            )
+        return expires_at
+
+
 class DelegationTermsForm(forms.Form):
     stakeholder = forms.ModelChoiceField(Stakeholder.objects.all(), label=_("관계자"))
     agent_name = forms.CharField(label=_("위임 대상 에이전트/클라이언트"), max_length=128)
@@ -35,11 +67,7 @@ class DelegationTermsForm(forms.Form):
             ),
         },
     )
-    expires_at = forms.DateTimeField(
-        label=_("만료 시각"),
-        initial=_default_expiry,
-        widget=forms.DateTimeInput(format=LOCAL_MINUTE, attrs={"type": "datetime-local"}),
-    )
+    expires_at = ExpiryField()
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -53,28 +81,7 @@ class DelegationTermsForm(forms.Form):
             if tools
             else _("사용 중인 MCP 서버에 허용 도구가 없습니다: 먼저 서버를 등록하세요.")
         )
-        now, latest = timezone.localtime(), timezone.localtime(_latest_expiry())
-        self.fields["expires_at"].widget.attrs.update(
-            min=now.strftime(LOCAL_MINUTE), max=latest.strftime(LOCAL_MINUTE)
-        )
-        self.fields["expires_at"].help_text = _(
-            "%(zone)s 기준. 최대 %(latest)s (%(days)s일 뒤)까지."
-        ) % {
-            "zone": timezone.get_current_timezone_name(),
-            "latest": date_format(latest, "SHORT_DATETIME_FORMAT"),
-            "days": settings.DELEGATION_MAX_LIFETIME_DAYS,
-        }
-
-    def clean_expires_at(self):
-        expires_at = self.cleaned_data["expires_at"]
-        if expires_at <= timezone.now():
-            raise forms.ValidationError(_("만료 시각은 현재 이후여야 합니다."))
-        if expires_at > _latest_expiry():
-            raise forms.ValidationError(
-                _("만료 시각은 최대 %(days)s일 이내여야 합니다.")
-                % {"days": settings.DELEGATION_MAX_LIFETIME_DAYS}
-            )
-        return expires_at
+        self.fields["expires_at"].bind_bounds()
 
 
 class DelegationRegisterForm(DelegationTermsForm):
@@ -88,4 +95,24 @@ class DelegationRegisterForm(DelegationTermsForm):
 
 
 class DelegationRevokeForm(forms.Form):
+    reason = forms.CharField(label=_("폐기 사유"), max_length=500)
+
+
+class DelegationRenewForm(forms.Form):
+    expires_at = ExpiryField()
+    revoke_now = forms.BooleanField(
+        label=_("지금 바로 이전 위임 폐기"),
+        required=False,
+        help_text=_(
+            "선택하지 않으면 이전 위임은 새 토큰이 처음 쓰일 때 폐기됩니다: 에이전트 설정을 "
+            "바꾸는 동안에도 끊기지 않습니다."
+        ),
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["expires_at"].bind_bounds()
+
+
+class DelegationBulkRevokeForm(forms.Form):
     reason = forms.CharField(label=_("폐기 사유"), max_length=500)

@@ -166,6 +166,15 @@ class TokenDelegation(models.Model):
         related_name="+",
         verbose_name=_("폐기자"),
     )
+    # A renewal's predecessor: revoked when this delegation's token is first used (or at once).
+    renews = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="renewals",
+        verbose_name=_("갱신한 위임"),
+    )
 
     objects = DelegationQuerySet.as_manager()
 

@@ -48,6 +48,8 @@ MATRIX = {
     "delegation.issue": {S, M},
     "delegation.register": {S, M},
     "delegation.revoke": {S, M},
+    "delegation.renew": {S, M},
+    "delegation.bulk_revoke": {S, M},
     "delegation.explain_access": {S, M, A},
     "pin.view": {S, M, A},
     "pin.approve": {S, M},
@@ -64,6 +66,9 @@ MATRIX = {
     "api_token.reassign": set(),
     "user.change_groups": {S},
 }
+
+# Actions of a change list: to a user who may not, the list offers no such action at all.
+LIST_ACTIONS = {"delegation.bulk_revoke"}
 
 PLANNER_TOKEN = "hbvpd_" + "MatrixPresetToken0123456789abcdefghijkl"
 OTHERS_PROMPT = "다른 관리자의 질문입니다"
@@ -279,6 +284,30 @@ def delegation_revoke_action(browser, world, user):
     return response, world.delegation.revoked_at is not None
 
 
+def delegation_renew_action(browser, world, user):
+    url = f"/admin/registry/tokendelegation/{world.delegation.pk}/renew/"
+    expires = (timezone.localtime() + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
+    response = browser.post(url, {"expires_at": expires})
+    renewed = TokenDelegation.objects.filter(renews=world.delegation).exists()
+    assert renewed == AuditEvent.objects.filter(action="registry.delegation_renewed").exists()
+    return response, renewed
+
+
+def delegation_bulk_revoke(browser, world, user):
+    data = {
+        "action": "revoke_selected",
+        "_selected_action": [world.delegation.pk],
+        "apply": "1",
+        "reason": "matrix bulk",
+    }
+    response = browser.post("/admin/registry/tokendelegation/", data)
+    world.delegation.refresh_from_db()
+    revoked = world.delegation.revoked_at is not None
+    if not revoked and response.status_code == 200:
+        assert b'value="revoke_selected"' not in response.content
+    return response, revoked
+
+
 def delegation_explain_access(browser, world, user):
     response = browser.get("/admin/registry/tokendelegation/access/KB-P-001/")
     return response, 'id="access-summary"' in response.content.decode()
@@ -376,6 +405,8 @@ ACTIONS = {
     "delegation.issue": delegation_issue_action,
     "delegation.register": delegation_register_action,
     "delegation.revoke": delegation_revoke_action,
+    "delegation.renew": delegation_renew_action,
+    "delegation.bulk_revoke": delegation_bulk_revoke,
     "delegation.explain_access": delegation_explain_access,
     "pin.view": viewer("/admin/registry/toolpin/"),
     "pin.approve": pin_approve,
@@ -417,8 +448,10 @@ def test_each_role_may_do_exactly_what_the_matrix_says(action, role, fault, tmp_
         assert happened, f"{role} could not {action}"
     else:
         assert not happened, f"{role} could {action}"
-        # 403, or the admin's "no such object" redirect for a row outside the user's queryset.
-        assert response.status_code in (302, 403, 404), response.status_code
+        # 403, or the admin's "no such object" redirect for a row outside the user's queryset;
+        # a list action the user is not offered leaves the list as it was.
+        allowed = (302, 403, 404) + ((200,) if action in LIST_ACTIONS else ())
+        assert response.status_code in allowed, response.status_code
     if action.startswith("console.") and role not in MATRIX[action]:
         # Nothing was sent anywhere: no bearer left this process for a refused user.
         assert fault.requests == []
