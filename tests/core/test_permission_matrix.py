@@ -54,6 +54,7 @@ MATRIX = {
     "pin.view": {S, M, A},
     "pin.approve": {S, M},
     "audit.view": {S, M, A},
+    "audit.export": {S, M, A},  # and it is audited
     "audit.change": set(),
     "audit.delete": set(),
     "audit.verify": {S, M, A},  # queued for a worker
@@ -319,6 +320,15 @@ def pin_approve(browser, world, user):
     return response, not ToolPin.objects.get(pk=world.pin.pk).is_held
 
 
+def audit_export(browser, world, user):
+    response = browser.get("/admin/audit/auditevent/export/?outcome__exact=changed")
+    exported = response.status_code == 200 and b"audit_event" in b"".join(
+        response.streaming_content if response.streaming else [response.content]
+    )
+    assert exported == AuditEvent.objects.filter(action="audit.exported").exists()
+    return response, exported
+
+
 def audit_change(browser, world, user):
     url = f"/admin/audit/auditevent/{world.event.pk}/change/"
     response = browser.post(url, {"actor": "someone else"})
@@ -411,6 +421,7 @@ ACTIONS = {
     "pin.view": viewer("/admin/registry/toolpin/"),
     "pin.approve": pin_approve,
     "audit.view": viewer("/admin/audit/auditevent/"),
+    "audit.export": audit_export,
     "audit.change": audit_change,
     "audit.delete": audit_delete,
     "audit.verify": audit_verify(full=False),
