@@ -1,3 +1,5 @@
+import json
+
 from django import template
 
 from registry.answer_format import cell_text
@@ -25,3 +27,13 @@ def dashboard(context):
         "figures": dashboard_figures(user=user),
         "servers": dashboard_servers(user=user),
     }
+
+
+@register.filter
+def pretty_json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+@register.filter
+def pair(left, right) -> list:
+    return [left, right]

@@ -35,6 +35,7 @@ MATRIX = {
     "console.open": {S, M},
     "console.discover": {S, M},
     "console.call": {S, M},
+    "console.compare": {S, M},
     "console.read_own_turn": {S, M},
     "console.read_others_turn": {S},  # and it is audited
     "console.delete_own_history": {S, M},
@@ -72,6 +73,7 @@ MATRIX = {
 LIST_ACTIONS = {"delegation.bulk_revoke"}
 
 PLANNER_TOKEN = "hbvpd_" + "MatrixPresetToken0123456789abcdefghijkl"
+MANAGER_TOKEN = "hbvpd_" + "MatrixManagerToken0123456789abcdefghijk"
 OTHERS_PROMPT = "다른 관리자의 질문입니다"
 
 
@@ -84,8 +86,11 @@ class World:
         self.planner = Stakeholder.objects.create(
             stakeholder_id="KB-P-001", name="윤지유", role="planner", branch=branch
         )
+        Stakeholder.objects.create(
+            stakeholder_id="KB-M-001", name="관리자", role="branch_manager", branch=branch
+        )
         presets = tmp_path / "presets.json"
-        write_token_presets(presets, {"KB-P-001": PLANNER_TOKEN})
+        write_token_presets(presets, {"KB-P-001": PLANNER_TOKEN, "KB-M-001": MANAGER_TOKEN})
         settings.VPD_TOKEN_PRESETS_FILE = presets
         settings.KB_MCP_BASE_URL = fault.url
         self.kb, _ = server_save(declaration=validate_mcp_server(kb_declaration("kb_mcp")))
@@ -164,6 +169,22 @@ def console_discover(browser, world, user):
 def console_call(browser, world, user):
     response = console(browser, world, "call", prompt="담당 고객 목록")
     return response, bool(world.fault.rpc_requests("tools/call"))
+
+
+def console_compare(browser, world, user):
+    response = browser.post(
+        "/admin/registry/consoleturn/",
+        {
+            "server": "kb_mcp",
+            "stakeholder": "KB-P-001",
+            "compare_with": "KB-M-001",
+            "one_time_bearer": "",
+            "prompt": "담당 고객 목록",
+            "limit": "10",
+            "action": "compare",
+        },
+    )
+    return response, len(world.fault.rpc_requests("tools/call")) == 2
 
 
 def console_read_own_turn(browser, world, user):
@@ -402,6 +423,7 @@ ACTIONS = {
     "console.open": console_open,
     "console.discover": console_discover,
     "console.call": console_call,
+    "console.compare": console_compare,
     "console.read_own_turn": console_read_own_turn,
     "console.read_others_turn": console_read_others_turn,
     "console.delete_own_history": console_delete_own_history,
