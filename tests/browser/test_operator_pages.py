@@ -246,3 +246,135 @@ def test_an_auditor_is_kept_out_of_the_console_and_the_token_issue_page(pages_si
     assert response.status == 403
     assert "setup-vscode" not in page.content() and "console-form" not in page.content()
     page.close()
+
+
+USERS = ["pages-admin", "pages-mcpadmin", "pages-auditor"]
+SCREENSHOTS = ARTIFACTS.parent / "docs" / "screenshots"
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_the_dashboard_shows_figures_that_lead_to_their_lists(
+    pages_site,
+    browser,  # noqa: F811
+    username,
+    language,
+):
+    page = logged_in(browser, pages_site, username, language, "/admin/")
+    assert page.locator("#site-name").inner_text().strip() == "hyperbook"
+    figures = page.locator("#dashboard li.dashboard-figure")
+    assert figures.count() >= 4
+    keys = figures.evaluate_all("items => items.map(i => i.dataset.figure)")
+    assert {"calls", "refusals", "expiring", "delivery", "checkpoint"} <= set(keys)
+    assert page.locator("#dashboard-servers tr[data-server=kb_mcp]").is_visible()
+    shot(page, f"dashboard-{username}-{language}")
+    if username == "pages-admin":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"dashboard-{language}.png"), full_page=True)
+    calls = int(page.inner_text("li[data-figure=calls] .figure-value").replace(",", ""))
+    page.click("li[data-figure=calls] a")
+    page.wait_for_selector("#changelist")
+    assert "range=today" in page.url
+    if calls:
+        assert page.locator("#result_list tbody tr").count() == min(calls, 50)
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_compare_shows_two_stakeholders_answers_side_by_side(
+    pages_site,
+    browser,  # noqa: F811
+    username,
+    language,
+):
+    page = logged_in(browser, pages_site, username, language, "/admin/registry/consoleturn/")
+    page.select_option("select[name=server]", "kb_mcp")
+    page.select_option("select[name=stakeholder]", "KB-P-001")
+    page.select_option("select[name=compare_with]", "KB-M-001")
+    page.fill("textarea[name=prompt]", "담당 고객의 보험료 상세를 보여줘")
+    page.fill("input[name=limit]", "100")
+    page.click("#compare")
+    page.wait_for_selector("#comparison")
+    sides = page.locator(".compare-side")
+    assert sides.evaluate_all("s => s.map(x => x.dataset.stakeholder)") == ["KB-P-001", "KB-M-001"]
+    left, right = (
+        set(sides.nth(i).locator("tbody tr td:first-child").all_inner_texts()) for i in (0, 1)
+    )
+    assert left and right and left != right
+    # Side by side: the two answers share a row of the page.
+    boxes = [sides.nth(i).bounding_box() for i in (0, 1)]
+    assert abs(boxes[0]["y"] - boxes[1]["y"]) < 5 and boxes[0]["x"] < boxes[1]["x"]
+    shot(page, f"compare-{username}-{language}")
+    if username == "pages-admin":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#comparison").screenshot(path=str(SCREENSHOTS / f"compare-{language}.png"))
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_server_health_and_check_now(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language, "/admin/registry/mcpserver/")
+    page.click("text=kb_mcp")
+    page.wait_for_selector("#server-health")
+    button = page.locator("#check-now")
+    if username == "pages-auditor":
+        assert button.count() == 0
+    else:
+        button.click()
+        page.wait_for_selector("#server-health")
+        assert page.locator("#server-health").inner_text().count("ms") >= 1
+        page.goto(f"{pages_site}/admin/registry/mcpserver/")
+        health = page.locator("tr:has-text('kb_mcp') .server-health")
+        assert health.get_attribute("data-ok") == "yes"
+    shot(page, f"server-health-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_the_event_list_searches_exports_and_links(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language, "/admin/audit/auditevent/")
+    assert "보기위한" not in page.inner_text("h1")
+    page.fill("#searchbar", "mcp.tools_call")
+    page.press("#searchbar", "Enter")
+    page.wait_for_selector("#changelist")
+    with page.expect_download() as download:
+        page.click("#export-jsonl")
+    text = open(download.value.path(), encoding="utf-8").read()
+    assert text.startswith('{"type":"hyperbook.audit_export"')
+    assert "q=mcp.tools_call" in text.splitlines()[0]
+    if page.locator("#result_list tbody tr").count():
+        page.locator("#result_list tbody tr th a").first.click()
+        page.wait_for_selector("#content")
+        if page.locator("#event-same-request").count():
+            page.click("#event-same-request")
+            page.wait_for_selector("#changelist")
+    shot(page, f"events-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_renewing_shows_the_successors_token_once(pages_site, browser, django_db_blocker, language):  # noqa: F811
+    page = logged_in(
+        browser, pages_site, "pages-admin", language, "/admin/registry/tokendelegation/add/"
+    )
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": f"renew {language}"})
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    page.click("#token-once ~ .agent-setup a[href$='/change/']")
+    page.wait_for_selector("#renew")
+    page.click("#renew")
+    page.wait_for_selector("input[name=expires_at]")
+    assert page.get_attribute("input[name=expires_at]", "type") == "datetime-local"
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    shot(
+        page,
+        f"renewed-{language}",
+        mask=["#issued-token", "#setup-vscode-embedded", "#setup-claude", "#setup-inspector"],
+    )
+    page.reload()
+    assert page.locator("#token-gone").is_visible()
+    page.close()
