@@ -250,4 +250,4 @@ def _raw(value: float) -> str:
 
 
 def _short(label: str) -> str:
-    return label if len(label) <= 10 else label[:9] + "…"
+    return label if len(label) <= 14 else label[:13] + "…"

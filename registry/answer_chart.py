@@ -39,6 +39,13 @@ def chart_hint(answer: dict) -> dict | None:
     }
 
 
+def _named_labels(columns: list[str]) -> list[str]:
+    """Bars are labelled by names, not codes: a code or id column is left out of the label when
+    the group also has a name ("AUTO-02 · KB운전자보험" reads "KB운전자보험")."""
+    named = [name for name in columns if not name.endswith(("_code", "_id"))]
+    return named or columns
+
+
 def answer_chart(rendered: dict) -> SafeString | None:
     """The chart of a console turn's answer, or None when it has no hint or nothing to draw."""
     hint = rendered.get("chart")
@@ -46,7 +53,7 @@ def answer_chart(rendered: dict) -> SafeString | None:
         return None
     names = [column.get("name") for column in rendered.get("columns") or []]
     try:
-        label_at = [names.index(name) for name in hint["labels"]]
+        label_at = [names.index(name) for name in _named_labels(hint["labels"])]
         value_at = names.index(hint["value"])
     except (KeyError, ValueError):
         return None

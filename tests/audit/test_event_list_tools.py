@@ -22,6 +22,26 @@ CANARY = "hbvpd_CanaryTokenThatMustNeverBeExported0123456789"
 
 
 @pytest.fixture
+def canary_delegation():
+    """A delegation registered with the canary token: its events are in the log, never it."""
+    from datetime import timedelta
+
+    from kb.models import Branch, Stakeholder
+    from registry.services import delegation_register
+
+    branch = Branch.objects.create(branch_id="BR-GN", branch_name="강남지점", region="서울")
+    planner = Stakeholder.objects.create(
+        stakeholder_id="KB-P-001", name="윤지유", role="planner", branch=branch
+    )
+    return delegation_register(
+        raw_token=CANARY,
+        stakeholder=planner,
+        agent_name="canary",
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+
+
+@pytest.fixture
 def events():
     now = timezone.now()
 
@@ -80,7 +100,9 @@ def test_free_text_search_finds_by_action_reason_tool_and_client_request_id(
     assert listed(auditor, f"q={q}") == found
 
 
-def test_the_export_streams_the_filtered_list_with_its_chain_and_is_audited(events, auditor):
+def test_the_export_streams_the_filtered_list_with_its_chain_and_is_audited(
+    events, auditor, canary_delegation
+):
     response = auditor.get("/admin/audit/auditevent/export/?outcome__exact=allowed")
     assert response.status_code == 200 and response.streaming
     assert "attachment" in response["Content-Disposition"]
@@ -93,7 +115,9 @@ def test_the_export_streams_the_filtered_list_with_its_chain_and_is_audited(even
         assert event_hash(record) == record["hash"]
     exported = AuditEvent.objects.get(action="audit.exported")
     assert exported.changes["after"]["filter"] == "outcome__exact=allowed"
-    assert CANARY.encode() not in b"".join(orjson.dumps(line) for line in lines)
+    whole = auditor.get("/admin/audit/auditevent/export/")
+    text = b"".join(whole.streaming_content).decode()
+    assert "registry.delegation_registered" in text and CANARY not in text
 
 
 def test_the_event_page_links_its_delegation_access_page_and_same_request(events, auditor):

@@ -292,16 +292,23 @@ def test_compare_shows_two_stakeholders_answers_side_by_side(
     page.select_option("select[name=server]", "kb_mcp")
     page.select_option("select[name=stakeholder]", "KB-P-001")
     page.select_option("select[name=compare_with]", "KB-M-001")
-    page.fill("textarea[name=prompt]", "담당 고객의 보험료 상세를 보여줘")
+    page.fill("textarea[name=prompt]", "상품별 계약 건수")
     page.fill("input[name=limit]", "100")
     page.click("#compare")
     page.wait_for_selector("#comparison")
     sides = page.locator(".compare-side")
     assert sides.evaluate_all("s => s.map(x => x.dataset.stakeholder)") == ["KB-P-001", "KB-M-001"]
+    # The planner counts their own contracts, the branch manager the branch's: more of them.
     left, right = (
-        set(sides.nth(i).locator("tbody tr td:first-child").all_inner_texts()) for i in (0, 1)
+        sum(
+            int(cells[-1].replace(",", ""))
+            for cells in sides.nth(i)
+            .locator("tbody tr")
+            .evaluate_all("trs => trs.map(tr => [...tr.children].map(td => td.textContent))")
+        )
+        for i in (0, 1)
     )
-    assert left and right and left != right
+    assert 0 < left < right
     # Side by side: the two answers share a row of the page.
     boxes = [sides.nth(i).bounding_box() for i in (0, 1)]
     assert abs(boxes[0]["y"] - boxes[1]["y"]) < 5 and boxes[0]["x"] < boxes[1]["x"]

@@ -108,6 +108,12 @@ def test_the_demo_knows_no_kb_server_without_a_record_or_a_base_url(tmp_path):
 
 def test_the_banner_names_the_admin_login_presets_and_a_first_question(tmp_path, monkeypatch):
     monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD", raising=False)
+    # Canaries: the presets' tokens and the admin's password are files the banner names, never
+    # what they hold.
+    (tmp_path / "vpd_token_presets.json").write_text(
+        '{"KB-P-001": "hbvpd_BannerCanary0123456789abcdef"}'
+    )
+    (tmp_path / "admin_password").write_text("banner-canary-password\n")
     text = banner(
         url="http://127.0.0.1:8123",
         var_dir=tmp_path,
@@ -118,3 +124,4 @@ def test_the_banner_names_the_admin_login_presets_and_a_first_question(tmp_path,
     assert f"admin (password in {tmp_path / 'admin_password'})" in text
     assert str(tmp_path / "vpd_token_presets.json") in text
     assert "manage.py kb_ask --as KB-P-001" in text
+    assert "BannerCanary" not in text and "banner-canary-password" not in text
