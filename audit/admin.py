@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -16,13 +17,16 @@ from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
 from audit.checkpoints import KeyRetirementError, signing_key_retire
+from audit.export import export_filtered_jsonl
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm, SigningKey
 from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
+from audit.services import audit_change
 from audit.verification import (
     FullCheckTooSoon,
     verification_in_progress,
     verification_request,
 )
+from audit.wording import reason_label
 from core.admin import ReadOnlyAdmin
 from core.charts import Series, stacked_bar_chart
 
@@ -44,6 +48,7 @@ class TimeRangeFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         return [
+            ("today", _("오늘")),
             ("1h", _("최근 1시간")),
             ("24h", _("최근 24시간")),
             ("7d", _("최근 7일")),
@@ -53,6 +58,19 @@ class TimeRangeFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         start = selectors.since(self.value() or "")
         return queryset.filter(occurred_at__gte=start) if start else queryset
+
+
+class RefusedFilter(admin.SimpleListFilter):
+    title = _("거부 여부")
+    parameter_name = "refused"
+
+    def lookups(self, request, model_admin):
+        return [("1", _("거부된 요청만"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "1":
+            return queryset.filter(outcome__in=selectors.REFUSED_OUTCOMES)
+        return queryset
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -109,6 +127,9 @@ class HourFilter(OneValueFilter):
 class ReasonFilter(OneValueFilter):
     title = _("사유")
     parameter_name = "reason"
+
+    def label(self, value: str) -> str:
+        return reason_label(value)
 
     def queryset(self, request, queryset):
         return queryset.filter(detail=self.value()) if self.value() else queryset
@@ -167,6 +188,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         TimeRangeFilter,
         HourFilter,
         "outcome",
+        RefusedFilter,
         ReasonFilter,
         StatusFilter,
         ActionFilter,
@@ -174,19 +196,30 @@ class AuditEventAdmin(ReadOnlyAdmin):
         ToolFilter,
         DeliveryStateFilter,
     )
-    search_fields = ("=request_id", "=client_request_id")  # exact matches: both indexed
-    search_help_text = _("요청 ID 또는 클라이언트 요청 ID로 찾기 (정확히 일치)")
+    # Request ids match exactly (indexed); action, reason and tool match a part of their text, and
+    # a reason also by its name ("형식이 잘못된 토큰" finds malformed_token).
+    search_fields = ("=request_id", "action", "detail", "tool", "client_request_id")
+    search_help_text = _("동작, 사유, 도구, 요청 ID 또는 클라이언트 요청 ID로 찾기")
+    change_form_template = "admin/audit/auditevent/change_form.html"
     list_select_related = ("delivery",)
     paginator = CappedCountPaginator
     show_full_result_count = False
     list_per_page = 50
     ordering = ("-occurred_at", "-sequence")
     change_list_template = "admin/audit/auditevent/change_list.html"
-    readonly_fields = [f.name for f in AuditEvent._meta.concrete_fields] + [
+    readonly_fields = [
+        name
+        for f in AuditEvent._meta.concrete_fields
+        for name in ((f.name, "reason_words") if f.name == "detail" else (f.name,))
+    ] + [
         "delivery_state",
         "delivery_attempts",
         "delivery_error",
     ]
+
+    @admin.display(description=_("사유"))
+    def reason_words(self, obj):
+        return reason_label(obj.detail) if obj.detail else "-"
 
     @admin.display(description=_("전달 상태"))
     def delivery_state(self, obj):
@@ -199,6 +232,42 @@ class AuditEventAdmin(ReadOnlyAdmin):
     @admin.display(description=_("전달 오류"))
     def delivery_error(self, obj):
         return selectors.event_delivery(obj).last_error or "-"
+
+    def get_search_results(self, request, queryset, search_term):
+        queryset, duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip().lower()
+        named = [
+            code for code, label in AuditEvent.Reason.choices if term and term in str(label).lower()
+        ]
+        if named:
+            queryset |= self.model.objects.filter(detail__in=named)
+        return queryset, duplicates
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        event = self.get_object(request, object_id)
+        related = {}
+        if event is not None:
+            related = {
+                "same_request_url": (
+                    _events_url(request_id=event.request_id) if event.request_id else ""
+                ),
+                "same_request_count": (
+                    AuditEvent.objects.filter(request_id=event.request_id)
+                    .exclude(pk=event.pk)
+                    .count()
+                    if event.request_id
+                    else 0
+                ),
+                "delegation_url": _delegation_url(event),
+                "access_url": (
+                    reverse("admin:registry_stakeholder_access", args=[event.stakeholder_id])
+                    if event.stakeholder_id and request.user.has_perm("registry.explain_access")
+                    else ""
+                ),
+            }
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), **related}
+        )
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {
@@ -218,6 +287,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
                 self.admin_site.admin_view(self.overview_view),
                 name="audit_overview",
             ),
+            path("export/", self.admin_site.admin_view(self.export_view), name="audit_export"),
             *super().get_urls(),
         ]
 
@@ -247,6 +317,27 @@ class AuditEventAdmin(ReadOnlyAdmin):
             "summaries_read_max": SUMMARIES_READ_MAX,
         }
         return TemplateResponse(request, "admin/audit/overview.html", context)
+
+    def export_view(self, request):
+        """The list as filtered, as a streamed JSONL file; the export itself is audited."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        events = self.get_changelist_instance(request).get_queryset(request)
+        query = request.GET.urlencode()
+        audit_change(
+            action=AuditEvent.Action.AUDIT_EXPORTED,
+            actor=request.user,
+            target="audit_events",
+            before=None,
+            after={"filter": query, "format": "jsonl"},
+        )
+        stamp = timezone.localtime().strftime("%Y%m%d-%H%M%S")
+        response = StreamingHttpResponse(
+            export_filtered_jsonl(events, query=query), content_type="application/x-ndjson"
+        )
+        response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.jsonl"'
+        response["Cache-Control"] = "no-store"
+        return response
 
     def verify_view(self, request):
         if request.method != "POST" or not self.has_view_permission(request):
@@ -354,7 +445,19 @@ def overview_chart(overview) -> str:
         for outcome, counts in overview.by_outcome.items()
     ]
     labels = [_("%(hour)s시") % {"hour": hour.strftime("%H")} for hour in overview.hours]
-    return stacked_bar_chart(labels, series, title=str(_("시간별 이벤트 (결과별)")))
+    return stacked_bar_chart(
+        labels, series, title=str(_("시간별 이벤트 (결과별)")), unit=str(_("이벤트 수 (건)"))
+    )
+
+
+def _delegation_url(event) -> str:
+    """The event's delegation: the one it was made with, or the one it changed."""
+    delegation_id = event.delegation_id
+    if delegation_id is None and event.target.startswith("delegation:"):
+        delegation_id = event.target.split(":", 1)[1]
+    if not str(delegation_id or "").isdigit():
+        return ""
+    return reverse("admin:registry_tokendelegation_change", args=[int(delegation_id)])
 
 
 def _events_url(**query) -> str:

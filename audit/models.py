@@ -46,6 +46,7 @@ class AuditEvent(models.Model):
         SERVER_CREATED = "registry.server_created", _("서버 등록")
         SERVER_UPDATED = "registry.server_updated", _("서버 변경")
         SERVER_DELETED = "registry.server_deleted", _("서버 삭제")
+        SERVER_CHECKED = "registry.server_checked", _("서버 상태 확인")
         DELEGATION_ISSUED = "registry.delegation_issued", _("위임 발급")
         DELEGATION_REGISTERED = "registry.delegation_registered", _("위임 등록")
         DELEGATION_REVOKED = "registry.delegation_revoked", _("위임 폐기")
@@ -54,6 +55,7 @@ class AuditEvent(models.Model):
         OAUTH_CLIENT_CREATED = "oauth.client_created", _("OAuth 클라이언트 등록")
         OAUTH_CLIENT_CHANGED = "oauth.client_changed", _("OAuth 클라이언트 변경")
         STAKEHOLDER_LINK_CHANGED = "signin.stakeholder_link_changed", _("로그인-관계자 연결 변경")
+        DELEGATION_RENEWED = "registry.delegation_renewed", _("위임 갱신")
         TOOL_PINNED = "registry.tool_pinned", _("도구 고정")
         TOOL_CHANGED = "registry.tool_changed", _("도구 정의 변경")
         TOOL_QUARANTINED = "registry.tool_quarantined", _("도구 격리")
@@ -72,6 +74,7 @@ class AuditEvent(models.Model):
         GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
         GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
         SIGNING_KEY_RETIRED = "audit.signing_key_retired", _("서명 키 퇴역")
+        AUDIT_EXPORTED = "audit.exported", _("감사 로그 내보내기")
 
     class Outcome(models.TextChoices):
         ALLOWED = "allowed", _("허용")

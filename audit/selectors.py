@@ -14,6 +14,16 @@ TIME_RANGES = {
     "7d": timedelta(days=7),
     "30d": timedelta(days=30),
 }
+# Outcomes of a request that got no answer: refused at the gate or by the policy.
+REFUSED_OUTCOMES = (
+    AuditEvent.Outcome.UNAUTHENTICATED,
+    AuditEvent.Outcome.FORBIDDEN,
+    AuditEvent.Outcome.RATE_LIMITED,
+    AuditEvent.Outcome.REFUSED_ORIGIN,
+    AuditEvent.Outcome.REFUSED_HOST,
+    AuditEvent.Outcome.MALFORMED,
+    AuditEvent.Outcome.TOO_LARGE,
+)
 
 
 def events_in_sequence(
@@ -76,6 +86,8 @@ def open_alarms():
 
 
 def since(range_key: str):
+    if range_key == "today":  # since local midnight
+        return timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
     delta = TIME_RANGES.get(range_key)
     return timezone.now() - delta if delta else None
 

@@ -15,3 +15,12 @@ class CoreConfig(AppConfig):
     def ready(self):
         # Permissions exist only once post_migrate has created them; the groups follow them here.
         post_migrate.connect(_ensure_groups, dispatch_uid="core.ensure_default_groups")
+        from django.contrib import admin
+        from django.utils.translation import gettext_lazy as _
+
+        # The admin is hyperbook's front door: its name, and a "view site" link that leads to the
+        # audit overview (there is no other public site).
+        admin.site.site_header = "hyperbook"
+        admin.site.site_title = _("hyperbook 관리")
+        admin.site.index_title = _("hyperbook 관리")
+        admin.site.site_url = "/admin/audit/auditevent/overview/"

@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 WIDTH, HEIGHT = 640, 240
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 12, 12, 48
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 56, 12, 20, 48
 MAX_MARKS = 60  # more categories than this are not a chart anymore: the table shows them all
 # Larger magnitudes (10^400 from a hostile server, or an infinity) cannot be scaled or shown as
 # figures: such a value is left out of the drawing, and the table beside it still shows it.
@@ -41,15 +41,25 @@ def drawable(value) -> bool:
 
 
 def bar_chart(
-    labels: list[str], values: list[float], *, title: str, links: list[str] | None = None
+    labels: list[str],
+    values: list[float],
+    *,
+    title: str,
+    links: list[str] | None = None,
+    unit: str = "",
 ) -> SafeString:
     """One bar per category (at most MAX_MARKS); negative values are drawn from zero down."""
     return stacked_bar_chart(
-        labels, [Series(title, "series-0", tuple(values), tuple(links or ()))], title=title
+        labels,
+        [Series(title, "series-0", tuple(values), tuple(links or ()))],
+        title=title,
+        unit=unit,
     )
 
 
-def stacked_bar_chart(labels: list[str], series: list[Series], *, title: str) -> SafeString:
+def stacked_bar_chart(
+    labels: list[str], series: list[Series], *, title: str, unit: str = ""
+) -> SafeString:
     """Bars of several series stacked; a category with a value that is not `drawable` is left
     out."""
     kept = [
@@ -103,10 +113,11 @@ def stacked_bar_chart(labels: list[str], series: list[Series], *, title: str) ->
             marks.append(format_html('<a href="{}">{}</a>', link, rect) if link else rect)
             if value >= 0:
                 base += value
-    return _svg(title, scale, labels, slot, marks, legend=series if len(series) > 1 else ())
+    legend = series if len(series) > 1 else ()
+    return _svg(title, scale, labels, slot, marks, legend=legend, unit=unit)
 
 
-def line_chart(labels: list[str], values: list[float], *, title: str) -> SafeString:
+def line_chart(labels: list[str], values: list[float], *, title: str, unit: str = "") -> SafeString:
     """A line through one point per label (months, in order); a value that is not `drawable` is
     left out."""
     pairs = [(str(label), value) for label, value in zip(labels, values, strict=False)]
@@ -132,7 +143,7 @@ def line_chart(labels: list[str], values: list[float], *, title: str) -> SafeStr
                 _value(value),
             )
         )
-    return _svg(title, scale, labels, slot, marks, legend=())
+    return _svg(title, scale, labels, slot, marks, legend=(), unit=unit)
 
 
 class _Scale:
@@ -146,17 +157,42 @@ class _Scale:
         return MARGIN_TOP + (self.top - value) / span * self.plot_height
 
 
-def _svg(title, scale: _Scale, labels, slot, marks, *, legend) -> SafeString:
+def tick_values(floor: float, top: float, *, about: int = 5) -> list[float]:
+    """Round values from `floor` to `top` for the value axis: steps of 1, 2 or 5 × 10ⁿ, about
+    `about` of them, always with zero; steps below 1 only when the values are that small."""
+    span = (top - floor) or 1.0
+    raw = span / about
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    if top - floor >= 1:
+        step = max(step, 1.0)
+    first = math.ceil(floor / step)
+    last = math.floor(top / step)
+    return [round(i * step, 10) for i in range(first, last + 1)]
+
+
+def _svg(title, scale: _Scale, labels, slot, marks, *, legend, unit="") -> SafeString:
     axis_y = scale.y(0.0)
     ticks = [
         format_html(
-            '<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>',
+            '<line class="grid" x1="{}" y1="{}" x2="{}" y2="{}"/>'
+            '<text class="tick" x="{}" y="{}" text-anchor="end" data-tick="{}">{}</text>',
+            MARGIN_LEFT,
+            _n(scale.y(value)),
+            WIDTH - MARGIN_RIGHT,
+            _n(scale.y(value)),
             MARGIN_LEFT - 6,
             _n(scale.y(value) + 4),
+            _raw(value),
             _value(value),
         )
-        for value in sorted({scale.floor, 0.0, scale.top})
+        for value in tick_values(scale.floor, scale.top)
     ]
+    if unit:
+        # The value axis's unit, above its top tick.
+        ticks.append(
+            format_html('<text class="tick unit" x="{}" y="{}">{}</text>', 4, MARGIN_TOP - 2, unit)
+        )
     every = max(1, round(len(labels) / 12))  # at most about a dozen axis labels
     names = [
         format_html(
@@ -214,4 +250,4 @@ def _raw(value: float) -> str:
 
 
 def _short(label: str) -> str:
-    return label if len(label) <= 10 else label[:9] + "…"
+    return label if len(label) <= 14 else label[:13] + "…"

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 from oauth2_provider.views import OAuthServerMetadataView
 from rest_framework.routers import DefaultRouter
@@ -21,6 +22,8 @@ router.register("audit-events", AuditEventViewSet, basename="audit-event")
 router.register("audit-checkpoints", AuditCheckpointViewSet, basename="audit-checkpoint")
 
 urlpatterns = [
+    # There is no public site: the front door is the admin.
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
     path("healthz", healthz, name="healthz"),
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("admin/", admin.site.urls),

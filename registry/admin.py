@@ -1,6 +1,11 @@
 from django import forms
-from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import timesince
+from django.templatetags.static import static
+from django.urls import path, reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from registry.declarations import (
@@ -9,6 +14,7 @@ from registry.declarations import (
     DeclarationError,
     validate_mcp_server,
 )
+from registry.health import server_check
 from registry.models import AllowedTool, McpServer, ToolPin
 from registry.services import server_delete, server_save
 
@@ -110,8 +116,11 @@ class AllowedToolInline(admin.TabularInline):
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
-    list_display = ("server_id", "provider", "enabled", "router_mode", "default_tool", "updated_at")
+    list_display = ("server_id", "provider", "enabled", "health", "default_tool", "updated_at")
     list_filter = ("provider", "enabled", "router_mode")
+    list_select_related = ("last_check",)
+    actions = ["check_now"]
+    change_form_template = "admin/registry/mcpserver/change_form.html"
     search_fields = ("server_id", "description")
     inlines = [AllowedToolInline]
     fieldsets = (
@@ -121,6 +130,51 @@ class McpServerAdmin(admin.ModelAdmin):
         (_("도구와 라우팅"), {"fields": ("default_tool", "router_mode")}),
         (_("타임아웃"), {"fields": ("timeout_seconds_env", "timeout_seconds")}),
     )
+
+    @admin.display(description=_("마지막 확인"))
+    def health(self, obj):
+        check = getattr(obj, "last_check", None)
+        if check is None:
+            return _("확인한 적 없음")
+        figures = [str(_("%(age)s 전") % {"age": timesince(check.checked_at)})]
+        if check.latency_ms is not None:
+            figures.append(f"{check.latency_ms:,} ms")
+        if check.tool_count is not None:
+            figures.append(str(_("도구 %(n)s개") % {"n": check.tool_count}))
+        icon = "icon-yes.svg" if check.ok else "icon-no.svg"
+        return format_html(
+            '<span class="server-health" data-ok="{}"><img src="{}" alt="{}"> {} · {}</span>',
+            "yes" if check.ok else "no",
+            static(f"admin/img/{icon}"),
+            _("정상") if check.ok else _("문제 있음"),
+            " · ".join(figures),
+            check.result,
+        )
+
+    def has_check_permission(self, request):
+        # A check sends requests to the server (never a user's bearer): those who manage servers.
+        return request.user.has_perm("registry.change_mcpserver")
+
+    @admin.action(description=_("선택한 서버를 지금 확인"), permissions=["check"])
+    def check_now(self, request, queryset):
+        for server in queryset:
+            check = server_check(server=server, actor=request.user)
+            level = messages.SUCCESS if check.ok else messages.WARNING
+            self.message_user(request, f"{server.server_id}: {check.result}", level)
+
+    def check_view(self, request, pk: int):
+        if request.method != "POST" or not self.has_check_permission(request):
+            raise PermissionDenied
+        server = get_object_or_404(McpServer, pk=pk)
+        self.check_now(request, McpServer.objects.filter(pk=server.pk))
+        return redirect(reverse("admin:registry_mcpserver_change", args=[pk]))
+
+    def get_urls(self):
+        check = self.admin_site.admin_view(self.check_view)
+        return [
+            path("<int:pk>/check/", check, name="registry_mcpserver_check"),
+            *super().get_urls(),
+        ]
 
     def get_readonly_fields(self, request, obj=None):
         # The id names the server in configuration files and audit events; it never changes.

@@ -13,6 +13,7 @@ from kb.models import Stakeholder
 from registry import console
 from registry.answer_chart import answer_chart
 from registry.answer_export import console_answer_download
+from registry.compare import console_compare
 from registry.models import ConsoleTurn, McpServer
 
 
@@ -35,6 +36,11 @@ class ConsoleForm(forms.Form):
         label=_("질문"), required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80})
     )
     limit = forms.IntegerField(label=_("최대 행 수"), min_value=1, max_value=100, initial=20)
+    compare_with = forms.ChoiceField(
+        label=_("비교할 관계자"),
+        required=False,
+        help_text=_("'비교'는 같은 질문을 두 관계자로 물어 답을 나란히 보여 줍니다."),
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -44,6 +50,7 @@ class ConsoleForm(forms.Form):
             (pk, f"{person.get_role_label()} {pk} ({person.name})")
             for pk, person in sorted(people.items())
         ]
+        self.fields["compare_with"].choices = self.fields["stakeholder"].choices
 
 
 @admin.register(ConsoleTurn)
@@ -101,15 +108,19 @@ class ConsoleAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         form = ConsoleForm(request.POST or None)
-        turn = None
+        turn, comparison = None, None
         if request.method == "POST" and form.is_valid():
-            turn = self._run(request, form)
+            if request.POST.get("action") == "compare":
+                comparison = self._compare(request, form)
+            else:
+                turn = self._run(request, form)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": _("MCP 탐색 콘솔"),
             "form": form,
             "turn": turn,
+            "comparison": comparison,
             "chart": answer_chart(turn.rendered) if turn is not None else None,
             "history": console.console_history(user=request.user)[:30],
         }
@@ -136,6 +147,23 @@ class ConsoleAdmin(admin.ModelAdmin):
             prompt="" if discover else data["prompt"],
             limit=data["limit"],
         )
+
+    def _compare(self, request, form):
+        data = form.cleaned_data
+        if not data["prompt"].strip():
+            form.add_error("prompt", _("질문을 입력하세요."))
+            return None
+        try:
+            return console_compare(
+                user=request.user,
+                server=data["server"],
+                stakeholder_ids=(data["stakeholder"], data["compare_with"]),
+                prompt=data["prompt"],
+                limit=data["limit"],
+            )
+        except console.ConsoleError as exc:
+            form.add_error(None, str(exc))
+            return None
 
     def csv_view(self, request, pk: int):
         """The turn's answer as CSV, as the console showed it (its owner, or a superuser)."""

@@ -1,7 +1,11 @@
 """Admin for token delegations: issue (token shown once), register, revoke. Never a raw token."""
 
+from datetime import timedelta
+
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -12,17 +16,27 @@ from django.utils.translation import pgettext_lazy
 from kb.access import record_visibility, stakeholder_access
 from kb.models import Stakeholder
 from registry.agent_setup import agent_setups, mcp_url_for
-from registry.forms import DelegationRegisterForm, DelegationRevokeForm, DelegationTermsForm
-from registry.models import ACTIVE, EXPIRED, REVOKED, WRONG_AUDIENCE, TokenDelegation
-from registry.selectors import stakeholder_delegated_tools
-from registry.services import (
+from registry.delegations import (
     DelegationError,
     delegation_issue,
     delegation_register,
     delegation_revoke,
 )
+from registry.forms import (
+    DelegationBulkRevokeForm,
+    DelegationRegisterForm,
+    DelegationRenewForm,
+    DelegationRevokeForm,
+    DelegationTermsForm,
+)
+from registry.issued_tokens import issued_page_path, token_hand_over, token_take_over
+from registry.models import ACTIVE, EXPIRED, REVOKED, WRONG_AUDIENCE, TokenDelegation
+from registry.renewal import delegation_renew, delegations_revoke
+from registry.selectors import stakeholder_delegated_tools
 
 EXPLAIN_ACCESS_PERMISSION = "registry.explain_access"
+EXPIRING_SOON = timedelta(days=7)
+EXPIRING = "expiring"  # a filter of the list, not a state: active, and ending within EXPIRING_SOON
 
 # What registry.models.delegation_state() says of a delegation, as its admin shows it.
 DELEGATION_STATE_LABELS = {
@@ -38,11 +52,17 @@ class DelegationStateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return list(DELEGATION_STATE_LABELS.items())
+        return [
+            *DELEGATION_STATE_LABELS.items(),
+            (EXPIRING, _("7일 안에 만료")),
+        ]
 
     def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == EXPIRING:
+            return queryset.in_state(ACTIVE, now=now).filter(expires_at__lte=now + EXPIRING_SOON)
         if self.value() in DELEGATION_STATE_LABELS:
-            return queryset.in_state(self.value(), now=timezone.now())
+            return queryset.in_state(self.value(), now=now)
         return queryset
 
 
@@ -75,8 +95,10 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         "revoked_at",
         "revoked_reason",
         "revoked_by",
+        "renews",
     )
     fields = readonly_fields
+    actions = ["revoke_selected"]
     change_form_template = "admin/registry/tokendelegation/change_form.html"
     change_list_template = "admin/registry/tokendelegation/change_list.html"
 
@@ -96,8 +118,12 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         return [
             path("register/", view(self.register_view), name="registry_tokendelegation_register"),
             path(
+                "<int:pk>/issued/", view(self.issued_view), name="registry_tokendelegation_issued"
+            ),
+            path(
                 "<int:pk>/revoke/", view(self.revoke_view), name="registry_tokendelegation_revoke"
             ),
+            path("<int:pk>/renew/", view(self.renew_view), name="registry_tokendelegation_renew"),
             path(
                 "access/<str:stakeholder_id>/",
                 view(self.access_view),
@@ -118,25 +144,50 @@ class TokenDelegationAdmin(admin.ModelAdmin):
             except DelegationError as exc:
                 form.add_error(None, str(exc))
             else:
-                response = self._render(
-                    request,
-                    "admin/registry/tokendelegation/issued.html",
-                    {
-                        "delegation": delegation,
-                        "token": token,
-                        "mcp_url": (mcp_url := mcp_url_for(request)),
-                        "setups": agent_setups(url=mcp_url, token=token),
-                        "title": _("토큰 발급됨"),
-                    },
+                # Post/Redirect/Get: a reload or a back-navigation re-requests the page that
+                # shows the token, never the POST that issued it.
+                response = HttpResponseRedirect(issued_page_path(delegation), status=303)
+                token_hand_over(
+                    response=response, request=request, delegation=delegation, token=token
                 )
-                # admin_view adds never_cache; no-store keeps the page out of every cache.
-                response["Cache-Control"] = "no-store"
                 return response
         return self._render(
             request,
             "admin/registry/tokendelegation/terms_form.html",
             {"form": form, "title": _("새 VPD 토큰 발급")},
         )
+
+    def issued_view(self, request, pk: int):
+        """The new token, shown once to whoever issued it; afterwards the page says it is gone."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        delegation = get_object_or_404(TokenDelegation, pk=pk, created_by=request.user)
+        response = TemplateResponse(request, "admin/registry/tokendelegation/issued.html", {})
+        token = token_take_over(request=request, response=response, delegation=delegation)
+        context = {
+            "delegation": delegation,
+            "token": token,
+            "title": _("토큰 발급됨") if token else _("토큰은 이미 표시되었습니다"),
+        }
+        if token:
+            mcp_url = mcp_url_for(request)
+            context.update(
+                mcp_url=mcp_url,
+                setups=agent_setups(
+                    url=mcp_url, token=token, stakeholder_id=delegation.stakeholder_id
+                ),
+            )
+        else:
+            response.status_code = 410
+        response.context_data = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            **context,
+        }
+        # admin_view adds never_cache; no-store keeps the page out of every cache, so a
+        # back-navigation asks the server again, which no longer has the token to show.
+        response["Cache-Control"] = "no-store"
+        return response
 
     def register_view(self, request):
         if not self.has_add_permission(request):
@@ -150,7 +201,8 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                     raw_token=raw_token, created_by=request.user, **_terms(data)
                 )
             except DelegationError as exc:
-                form.add_error(None, str(exc))
+                # The form has checked the terms already: what is left is about the token.
+                form.add_error("token", str(exc))
             else:
                 messages.success(
                     request, _("토큰 지문을 등록했습니다. 토큰 원문은 저장하지 않습니다.")
@@ -190,6 +242,69 @@ class TokenDelegationAdmin(admin.ModelAdmin):
                 "form": form,
                 "delegation": delegation,
                 "title": pgettext_lazy("page title", "위임 폐기"),
+            },
+        )
+
+    def renew_view(self, request, pk: int):
+        """A successor with the same stakeholder, tools and agent; its token is shown once."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        delegation = get_object_or_404(TokenDelegation, pk=pk)
+        form = DelegationRenewForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                successor, token = delegation_renew(
+                    delegation=delegation,
+                    expires_at=form.cleaned_data["expires_at"],
+                    revoke_now=form.cleaned_data["revoke_now"],
+                    renewed_by=request.user,
+                )
+            except DelegationError as exc:
+                form.add_error(None, str(exc))
+            else:
+                response = HttpResponseRedirect(issued_page_path(successor), status=303)
+                token_hand_over(
+                    response=response, request=request, delegation=successor, token=token
+                )
+                return response
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/renew.html",
+            {
+                "form": form,
+                "delegation": delegation,
+                "title": _("위임 갱신: %(delegation)s") % {"delegation": delegation},
+            },
+        )
+
+    @admin.action(description=_("선택한 위임 폐기 (사유 입력)"), permissions=["add"])
+    def revoke_selected(self, request, queryset):
+        """Asks for one reason, then revokes every selected delegation with it."""
+        form = DelegationBulkRevokeForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            try:
+                revoked = delegations_revoke(
+                    delegations=list(queryset),
+                    reason=form.cleaned_data["reason"],
+                    revoked_by=request.user,
+                )
+            except DelegationError as exc:
+                form.add_error("reason", str(exc))
+            else:
+                self.message_user(
+                    request,
+                    _("위임 %(n)s개를 폐기했습니다.") % {"n": revoked},
+                    messages.SUCCESS,
+                )
+                return None
+        return self._render(
+            request,
+            "admin/registry/tokendelegation/revoke_selected.html",
+            {
+                "form": form,
+                "delegations": list(queryset.select_related("stakeholder")),
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                "title": _("선택한 위임 폐기"),
             },
         )
 

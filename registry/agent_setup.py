@@ -1,5 +1,5 @@
-"""Ready-to-paste agent configuration for a newly issued token: VS Code, Claude Desktop and the
-MCP Inspector CLI, each filled with this server's /mcp URL and the token.
+"""Ready-to-paste agent configuration for a newly issued token: VS Code (which asks for the token
+itself), Claude Desktop and the MCP Inspector CLI, each filled with this server's /mcp URL.
 
 Built only for the one-time page that shows the token; nothing here is stored or logged.
 """
@@ -21,12 +21,18 @@ MCP_REMOTE_PACKAGE = "mcp-remote@0.15.1"
 CLAUDE_AUTH_VARIABLE = "HYPERBOOK_AUTHORIZATION"
 
 
+# VS Code asks for the token when it starts the server and keeps it in its secret storage.
+VSCODE_INPUT_ID = "hyperbook-token"
+
+
 @dataclass(frozen=True)
 class AgentSetup:
     key: str
     title: str
     where: str
     text: str
+    # The same set-up with the token written into the file, offered only behind a warning.
+    embedded: str = ""
 
 
 def mcp_url_for(request) -> str:
@@ -34,9 +40,26 @@ def mcp_url_for(request) -> str:
     return settings.MCP_RESOURCE_URL or request.build_absolute_uri("/mcp")
 
 
-def agent_setups(*, url: str, token: str) -> list[AgentSetup]:
+def agent_setups(*, url: str, token: str, stakeholder_id: str = "") -> list[AgentSetup]:
     authorization = f"Bearer {token}"
-    vscode = {
+    vscode_prompted = {
+        "inputs": [
+            {
+                "type": "promptString",
+                "id": VSCODE_INPUT_ID,
+                "description": f"hyperbook VPD token {stakeholder_id}".strip(),
+                "password": True,
+            }
+        ],
+        "servers": {
+            SERVER_NAME: {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": f"Bearer ${{input:{VSCODE_INPUT_ID}}}"},
+            }
+        },
+    }
+    vscode_embedded = {
         "servers": {
             SERVER_NAME: {"type": "http", "url": url, "headers": {"Authorization": authorization}}
         }
@@ -75,8 +98,12 @@ def agent_setups(*, url: str, token: str) -> list[AgentSetup]:
         AgentSetup(
             "vscode",
             "VS Code",
-            _(".vscode/mcp.json (작업 공간) 또는 사용자 mcp.json"),
-            _json(vscode),
+            _(
+                ".vscode/mcp.json (작업 공간) 또는 사용자 mcp.json: VS Code가 서버를 시작할 때 "
+                "토큰을 묻고 비밀 저장소에 보관합니다. 파일에는 토큰이 들어가지 않습니다."
+            ),
+            _json(vscode_prompted),
+            embedded=_json(vscode_embedded),
         ),
         AgentSetup(
             "claude",

@@ -35,7 +35,15 @@ def chart_hint(answer: dict) -> dict | None:
         "labels": list(group_by),
         "value": value,
         "title": f"{columns[value]} · {' · '.join(columns[name] for name in group_by)}",
+        "unit": columns[value],
     }
+
+
+def _named_labels(columns: list[str]) -> list[str]:
+    """Bars are labelled by names, not codes: a code or id column is left out of the label when
+    the group also has a name ("AUTO-02 · KB운전자보험" reads "KB운전자보험")."""
+    named = [name for name in columns if not name.endswith(("_code", "_id"))]
+    return named or columns
 
 
 def answer_chart(rendered: dict) -> SafeString | None:
@@ -45,7 +53,7 @@ def answer_chart(rendered: dict) -> SafeString | None:
         return None
     names = [column.get("name") for column in rendered.get("columns") or []]
     try:
-        label_at = [names.index(name) for name in hint["labels"]]
+        label_at = [names.index(name) for name in _named_labels(hint["labels"])]
         value_at = names.index(hint["value"])
     except (KeyError, ValueError):
         return None
@@ -61,6 +69,9 @@ def answer_chart(rendered: dict) -> SafeString | None:
     if hint.get("kind") == "line":
         order = sorted(range(len(labels)), key=labels.__getitem__)
         return line_chart(
-            [labels[i] for i in order], [values[i] for i in order], title=hint.get("title", "")
+            [labels[i] for i in order],
+            [values[i] for i in order],
+            title=hint.get("title", ""),
+            unit=hint.get("unit", ""),
         )
-    return bar_chart(labels, values, title=hint.get("title", ""))
+    return bar_chart(labels, values, title=hint.get("title", ""), unit=hint.get("unit", ""))

@@ -138,6 +138,11 @@ def rendered_discovery(discovery) -> dict:
         "session_issued": discovery.session_issued,
         "tools": list(discovery.tool_names),
         "pin_state": discovery.pin_state,
+        # The allowed tool as the server describes it (its pinned definition's own fields).
+        "tool": discovery.tool,
+        "tool_title": str(discovery.definition.get("title") or ""),
+        "tool_description": str(discovery.definition.get("description") or ""),
+        "tool_input_schema": discovery.definition.get("inputSchema") or {},
     }
 
 

@@ -194,6 +194,14 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def delegation_mark_used(*, delegation_id: int, now: datetime) -> None:
+    if TokenDelegation.objects.filter(pk=delegation_id, last_used_at__isnull=True).update(
+        last_used_at=now
+    ):
+        # Imported here: renewal builds on this module.
+        from registry.renewal import predecessor_retire_on_first_use
+
+        predecessor_retire_on_first_use(successor_id=delegation_id)
+        return
     TokenDelegation.objects.filter(pk=delegation_id).filter(
         models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)

@@ -210,6 +210,15 @@ class TokenDelegation(models.Model):
     oauth_client_id = models.CharField(_("OAuth 클라이언트 ID"), max_length=255, blank=True)
     oauth_token_family = models.UUIDField(_("갱신 토큰 계열"), null=True, blank=True, unique=True)
     token_expires_at = models.DateTimeField(_("접근 토큰 만료"), null=True, blank=True)
+    # A renewal's predecessor: revoked when this delegation's token is first used (or at once).
+    renews = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="renewals",
+        verbose_name=_("갱신한 위임"),
+    )
 
     objects = DelegationQuerySet.as_manager()
 
@@ -318,3 +327,25 @@ class ToolPin(models.Model):
     def is_quarantined(self) -> bool:
         """Never approved: a tool first seen on a server whose tools were already pinned."""
         return not self.definition_hash
+
+
+class ServerCheck(models.Model):
+    """A server's last discovery as a service check: when, whether it answered, how fast, how
+    many tools it lists, and what went wrong, in words. Sent no user's bearer."""
+
+    server = models.OneToOneField(
+        McpServer, on_delete=models.CASCADE, related_name="last_check", verbose_name=_("서버")
+    )
+    checked_at = models.DateTimeField(_("확인 시각"))
+    ok = models.BooleanField(_("정상"))
+    latency_ms = models.PositiveIntegerField(_("지연(ms)"), null=True, blank=True)
+    tool_count = models.PositiveIntegerField(_("도구 수"), null=True, blank=True)
+    result = models.CharField(_("결과"), max_length=300)
+    checked_by = models.CharField(_("확인한 사람"), max_length=150, blank=True)
+
+    class Meta:
+        verbose_name = _("서버 상태 확인")
+        verbose_name_plural = _("서버 상태 확인")
+
+    def __str__(self) -> str:
+        return f"{self.server_id}: {self.result}"

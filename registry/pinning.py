@@ -20,6 +20,18 @@ UNCHANGED = "unchanged"
 HELD = "held"  # differs from the pin, or never approved: calls wait for an admin
 UNREGISTERED = "unregistered"  # not a registered server: nothing stored, nothing to compare
 
+
+def pin_state_label(state: str) -> str:
+    """A pin state in words."""
+    labels = {
+        PINNED: _("처음 보아 고정함"),
+        UNCHANGED: _("고정된 정의와 같음"),
+        HELD: _("정의가 바뀌어 승인 대기"),
+        UNREGISTERED: _("등록되지 않은 서버 (비교하지 않음)"),
+    }
+    return str(labels.get(state, state))
+
+
 # A server listing more tools than this is refused rather than given that many rows to fill.
 MAX_TOOLS_PER_SERVER = 100
 

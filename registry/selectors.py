@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from core.tokens import token_fingerprint
-from registry.models import ACTIVE, McpServer, TokenDelegation, ToolPin
+from registry.models import ACTIVE, AllowedTool, McpServer, TokenDelegation, ToolPin
 
 
 def server_declarations_export() -> list[dict]:
@@ -60,3 +60,13 @@ def stakeholder_delegated_tools(*, stakeholder_id: str) -> list[DelegationTools]
         )
         for delegation in delegations
     ]
+
+
+def delegable_tools() -> dict[str, tuple[str, ...]]:
+    """Every tool a delegation may allow: those on the allowlists of the enabled servers, each
+    with the servers that allow it."""
+    allowed = AllowedTool.objects.filter(server__enabled=True).order_by("tool_name")
+    servers: dict[str, list[str]] = {}
+    for tool_name, server_id in allowed.values_list("tool_name", "server__server_id"):
+        servers.setdefault(tool_name, []).append(server_id)
+    return {name: tuple(sorted(ids)) for name, ids in servers.items()}

@@ -1,10 +1,11 @@
 """Development and the one-command demo: secrets are generated once into var/ (mode 0600)."""
 
 from audit.signed_note import Signer
+from core.serving import serving_record_read
 from kb.assertions import signing_key_file_generated
 
 from .base import *  # noqa: F403
-from .base import AUDIT_ORIGIN, KB_ASSERTION_SIGNING_KEY_FILE, THIS_SERVER_URL, VAR_DIR
+from .base import AUDIT_ORIGIN, KB_ASSERTION_SIGNING_KEY_FILE, VAR_DIR
 from .env import env_bool, local_secret
 from .files import make_private
 
@@ -22,5 +23,7 @@ KB_ASSERTION_SIGNING_KEY_FILE = KB_ASSERTION_SIGNING_KEY_FILE or str(
     signing_key_file_generated(VAR_DIR / "kb_assertion_signing_key.pem")
 )
 
-# The demo's discovery console talks to this server's own /mcp unless told otherwise.
-KB_MCP_BASE_URL = KB_MCP_BASE_URL or THIS_SERVER_URL  # noqa: F405
+# The demo's console and kb_ask talk to the hyperbook that bin/serve recorded as running, unless
+# told otherwise; with neither, they know no KB server and send no token anywhere.
+_SERVING = serving_record_read(VAR_DIR)
+KB_MCP_BASE_URL = KB_MCP_BASE_URL or (_SERVING.url if _SERVING else "")  # noqa: F405

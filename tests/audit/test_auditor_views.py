@@ -95,7 +95,7 @@ def test_the_chain_status_is_shown_and_can_be_checked(client, auditor, some_even
     client.post("/admin/audit/auditevent/verify/")
     verify_chain_job(ChainVerification.objects.get().pk)  # what the worker runs
     body = client.get("/admin/audit/auditevent/").content.decode()
-    assert "3 events, chain intact" in body
+    assert "이벤트 3건을 확인했고 체인이 온전합니다." in body and "chain intact" not in body
 
 
 def test_the_api_refuses_anonymous_and_non_auditors(client, some_events):

@@ -93,11 +93,11 @@ def test_a_second_press_within_a_minute_gets_the_running_job(client, auditor, ch
 def test_the_result_appears_when_the_job_is_done(client, auditor, chain, queued):
     client.force_login(auditor)
     body = press(client).content.decode()
-    assert 'id="chain-check"' in body and "chain intact" not in body
+    assert 'id="chain-check"' in body and "체인이 온전합니다" not in body
     job = run_queued(queued)
     assert job.ok and job.state == "done" and job.verified_through == 300
     body = client.get(CHANGELIST).content.decode()
-    assert "300 events, chain intact" in body
+    assert "이벤트 300건을 확인했고 체인이 온전합니다." in body
     assert 'id="chain-check"' not in body
 
 

@@ -4,14 +4,18 @@ the access page against the CSV files, the audit overview, the agent set-up page
 to test-artifacts/ (a token is masked out of every one)."""
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.db import connection
 
-from core.groups import AUDITORS, ensure_default_groups
+from core.groups import AUDITORS, MCP_ADMINS, ensure_default_groups
+from registry.models import TokenDelegation
 from registry.presets import write_token_presets
 from tests.browser.test_console_browser import ARTIFACTS, PASSWORD, browser  # noqa: F401
+from tests.kb.conftest import demo_rows, expected_customer_ids
 from tests.live import live_server
 from tests.registry.test_access_page import truth_counts
 
@@ -35,6 +39,9 @@ def pages_site(world, tmp_path_factory, django_db_blocker):
         if not User.objects.filter(username="pages-auditor").exists():
             auditor = User.objects.create_user("pages-auditor", password=PASSWORD, is_staff=True)
             auditor.groups.add(Group.objects.get(name=AUDITORS))
+        if not User.objects.filter(username="pages-mcpadmin").exists():
+            member = User.objects.create_user("pages-mcpadmin", password=PASSWORD, is_staff=True)
+            member.groups.add(Group.objects.get(name=MCP_ADMINS))
     env = {"VPD_TOKEN_PRESETS_FILE": str(presets), "MCP_RATE_LIMIT": "10000/minute"}
     with live_server(folder / "server.log", env) as url:
         yield url
@@ -90,7 +97,21 @@ def test_the_access_page_counts_what_the_csv_files_say(pages_site, browser, user
     page.click("#record ~ input[type=submit]")
     page.wait_for_selector("#access-visibility")
     assert page.get_attribute("#access-visibility", "data-visible") == "yes"
+    assert page.locator("#access-visibility").is_visible()
     shot(page, f"access-{username}-{language}")
+
+    # And the answer "no" is shown too (the admin's CSS hides a `.hidden` element outright).
+    unseen = sorted(
+        {row["customer_id"] for row in demo_rows("customers")} - expected_customer_ids("KB-M-001")
+    )[0]
+    page.fill("#record", unseen)
+    page.click("#record ~ input[type=submit]")
+    page.wait_for_selector(f"#access-visibility:has-text('{unseen}')")
+    answer = page.locator("#access-visibility")
+    assert answer.get_attribute("data-visible") == "no"
+    assert answer.is_visible() and answer.bounding_box()["height"] > 0
+    assert unseen in answer.inner_text()
+    shot(page, f"access-refused-{username}-{language}")
     page.close()
 
 
@@ -126,7 +147,8 @@ def test_the_console_draws_a_grouped_answer_as_bars_of_its_numbers(pages_site, b
         "trs => trs.map(tr => [...tr.children].map(td => td.textContent))"
     )
     value_at = next(i for i, name in enumerate(headers) if name.endswith("count") or name == "n")
-    expected = sorted(float(row[value_at]) for row in rows)
+    # Cells read as figures ("1,234"; amounts "32,000원"): the bars carry the plain numbers.
+    expected = sorted(float(row[value_at].replace(",", "").removesuffix("원")) for row in rows)
     bars = page.locator("#answer-chart rect.bar").evaluate_all(
         "bars => bars.map(b => [Number(b.dataset.value), Number(b.getAttribute('height'))])"
     )
@@ -148,9 +170,70 @@ def test_the_agent_set_up_page_has_a_copy_button_for_each_client(pages_site, bro
     page.wait_for_selector("#setup-vscode")
     token = page.inner_text("#issued-token").strip()
     assert token in page.inner_text("#setup-inspector")
-    assert page.locator("button[data-copy^=setup-]").count() == 3
-    secret = ["#issued-token", "#setup-vscode", "#setup-claude", "#setup-inspector"]
+    # VS Code's file asks for the token; the embedded form waits behind its warning, folded.
+    assert token not in page.inner_text("#setup-vscode")
+    assert "promptString" in page.inner_text("#setup-vscode")
+    assert not page.locator("#setup-vscode-embedded").is_visible()
+    page.click("#embedded-vscode summary")
+    assert page.locator("#setup-vscode-embedded").is_visible()
+    assert token in page.inner_text("#setup-vscode-embedded")
+    assert page.locator("button[data-copy^=setup-]:visible").count() == 4
+    secret = [
+        "#issued-token",
+        "#setup-vscode-embedded",
+        "#setup-claude",
+        "#setup-inspector",
+    ]
     shot(page, f"agent-setup-{language}", mask=secret)
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_a_reload_or_a_back_navigation_neither_shows_nor_issues_the_token_again(
+    pages_site,
+    browser,  # noqa: F811
+    django_db_blocker,
+    username,
+    language,
+):
+    agent = f"reload {username} {language}"
+    page = logged_in(
+        browser, pages_site, username, language, "/admin/registry/tokendelegation/add/"
+    )
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": agent})
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    token = page.inner_text("#issued-token").strip()
+    issued_at = page.url
+    assert "/issued/" in issued_at
+
+    def issued() -> int:
+        # Playwright's sync API keeps an event loop in this thread: ask the database from another.
+        def count():
+            with django_db_blocker.unblock():
+                try:
+                    return TokenDelegation.objects.filter(agent_name=agent).count()
+                finally:
+                    connection.close()
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(count).result(timeout=30)
+
+    assert issued() == 1
+    response = page.reload()
+    assert response.status == 410
+    assert token not in page.content()
+    assert page.locator("#token-gone").is_visible()
+    shot(page, f"token-gone-{username}-{language}")
+    page.go_back()
+    page.wait_for_selector("#content")
+    assert token not in page.content()
+    page.go_forward()
+    page.wait_for_selector("#content")
+    assert token not in page.content()
+    assert page.url == issued_at
+    assert issued() == 1, "navigating issued another token"
     page.close()
 
 
@@ -162,4 +245,143 @@ def test_an_auditor_is_kept_out_of_the_console_and_the_token_issue_page(pages_si
     response = page.goto(f"{pages_site}{path}")
     assert response.status == 403
     assert "setup-vscode" not in page.content() and "console-form" not in page.content()
+    page.close()
+
+
+USERS = ["pages-admin", "pages-mcpadmin", "pages-auditor"]
+SCREENSHOTS = ARTIFACTS.parent / "docs" / "screenshots"
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_the_dashboard_shows_figures_that_lead_to_their_lists(
+    pages_site,
+    browser,  # noqa: F811
+    username,
+    language,
+):
+    page = logged_in(browser, pages_site, username, language, "/admin/")
+    assert page.locator("#site-name").inner_text().strip() == "hyperbook"
+    figures = page.locator("#dashboard li.dashboard-figure")
+    assert figures.count() >= 4
+    keys = figures.evaluate_all("items => items.map(i => i.dataset.figure)")
+    assert {"calls", "refusals", "expiring", "delivery", "checkpoint"} <= set(keys)
+    assert page.locator("#dashboard-servers tr[data-server=kb_mcp]").is_visible()
+    shot(page, f"dashboard-{username}-{language}")
+    if username == "pages-admin":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"dashboard-{language}.png"), full_page=True)
+    calls = int(page.inner_text("li[data-figure=calls] .figure-value").replace(",", ""))
+    page.click("li[data-figure=calls] a")
+    page.wait_for_selector("#changelist")
+    assert "range=today" in page.url
+    if calls:
+        assert page.locator("#result_list tbody tr").count() == min(calls, 50)
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_compare_shows_two_stakeholders_answers_side_by_side(
+    pages_site,
+    browser,  # noqa: F811
+    username,
+    language,
+):
+    page = logged_in(browser, pages_site, username, language, "/admin/registry/consoleturn/")
+    page.select_option("select[name=server]", "kb_mcp")
+    page.select_option("select[name=stakeholder]", "KB-P-001")
+    page.select_option("select[name=compare_with]", "KB-M-001")
+    page.fill("textarea[name=prompt]", "상품별 계약 건수")
+    page.fill("input[name=limit]", "100")
+    page.click("#compare")
+    page.wait_for_selector("#comparison")
+    sides = page.locator(".compare-side")
+    assert sides.evaluate_all("s => s.map(x => x.dataset.stakeholder)") == ["KB-P-001", "KB-M-001"]
+    # The planner counts their own contracts, the branch manager the branch's: more of them.
+    left, right = (
+        sum(
+            int(cells[-1].replace(",", ""))
+            for cells in sides.nth(i)
+            .locator("tbody tr")
+            .evaluate_all("trs => trs.map(tr => [...tr.children].map(td => td.textContent))")
+        )
+        for i in (0, 1)
+    )
+    assert 0 < left < right
+    # Side by side: the two answers share a row of the page.
+    boxes = [sides.nth(i).bounding_box() for i in (0, 1)]
+    assert abs(boxes[0]["y"] - boxes[1]["y"]) < 5 and boxes[0]["x"] < boxes[1]["x"]
+    shot(page, f"compare-{username}-{language}")
+    if username == "pages-admin":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#comparison").screenshot(path=str(SCREENSHOTS / f"compare-{language}.png"))
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_server_health_and_check_now(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language, "/admin/registry/mcpserver/")
+    page.click("text=kb_mcp")
+    page.wait_for_selector("#server-health")
+    button = page.locator("#check-now")
+    if username == "pages-auditor":
+        assert button.count() == 0
+    else:
+        button.click()
+        page.wait_for_selector("#server-health")
+        assert page.locator("#server-health").inner_text().count("ms") >= 1
+        page.goto(f"{pages_site}/admin/registry/mcpserver/")
+        health = page.locator("tr:has-text('kb_mcp') .server-health")
+        assert health.get_attribute("data-ok") == "yes"
+    shot(page, f"server-health-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", USERS)
+def test_the_event_list_searches_exports_and_links(pages_site, browser, username, language):  # noqa: F811
+    page = logged_in(browser, pages_site, username, language, "/admin/audit/auditevent/")
+    assert "보기위한" not in page.inner_text("h1")
+    page.fill("#searchbar", "mcp.tools_call")
+    page.press("#searchbar", "Enter")
+    page.wait_for_selector("#changelist")
+    with page.expect_download() as download:
+        page.click("#export-jsonl")
+    text = open(download.value.path(), encoding="utf-8").read()
+    assert text.startswith('{"type":"hyperbook.audit_export"')
+    assert "q=mcp.tools_call" in text.splitlines()[0]
+    if page.locator("#result_list tbody tr").count():
+        page.locator("#result_list tbody tr th a").first.click()
+        page.wait_for_selector("#content")
+        if page.locator("#event-same-request").count():
+            page.click("#event-same-request")
+            page.wait_for_selector("#changelist")
+    shot(page, f"events-{username}-{language}")
+    page.close()
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_renewing_shows_the_successors_token_once(pages_site, browser, django_db_blocker, language):  # noqa: F811
+    page = logged_in(
+        browser, pages_site, "pages-admin", language, "/admin/registry/tokendelegation/add/"
+    )
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": f"renew {language}"})
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    page.click("#token-once ~ .agent-setup a[href$='/change/']")
+    page.wait_for_selector("#renew")
+    page.click("#renew")
+    page.wait_for_selector("input[name=expires_at]")
+    assert page.get_attribute("input[name=expires_at]", "type") == "datetime-local"
+    page.click("input[type=submit]")
+    page.wait_for_selector("#issued-token")
+    shot(
+        page,
+        f"renewed-{language}",
+        mask=["#issued-token", "#setup-vscode-embedded", "#setup-claude", "#setup-inspector"],
+    )
+    page.reload()
+    assert page.locator("#token-gone").is_visible()
     page.close()

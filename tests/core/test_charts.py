@@ -3,7 +3,16 @@ nothing a label holds can break out of the drawing."""
 
 import re
 
-from core.charts import MAX_MARKS, Series, bar_chart, line_chart, stacked_bar_chart
+import pytest
+
+from core.charts import (
+    MAX_MARKS,
+    Series,
+    bar_chart,
+    line_chart,
+    stacked_bar_chart,
+    tick_values,
+)
 
 
 def bars(svg: str) -> list[tuple[str, float, float]]:
@@ -69,3 +78,25 @@ def test_values_too_large_or_not_finite_are_left_out_not_drawn():
     line = str(line_chart(labels, hostile, title="t"))
     assert re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', line) == [("L5", "7")]
     assert str(bar_chart(labels[:5], hostile[:5], title="t")) == ""
+
+
+@pytest.mark.parametrize(
+    ("floor", "top", "expected"),
+    [
+        (0, 7, [0, 2, 4, 6]),
+        (0, 100, [0, 20, 40, 60, 80, 100]),
+        (0, 32000, [0, 10000, 20000, 30000]),
+        (-30, 50, [-20, 0, 20, 40]),
+        (0, 1, [0, 1]),  # counts: no fractional ticks
+        (0, 0.5, [0, 0.1, 0.2, 0.3, 0.4, 0.5]),
+    ],
+)
+def test_the_value_axis_has_round_ticks_with_zero(floor, top, expected):
+    assert tick_values(floor, top) == expected
+
+
+def test_a_chart_names_its_unit_and_draws_more_than_two_ticks():
+    svg = str(bar_chart(["a", "b", "c"], [10, 45, 30], title="건수", unit="계약 건수"))
+    ticks = re.findall(r'data-tick="([^"]+)"', svg)
+    assert ticks == ["0", "10", "20", "30", "40"]
+    assert '<text class="tick unit"' in svg and "계약 건수" in svg

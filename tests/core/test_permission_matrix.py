@@ -18,7 +18,7 @@ from audit.models import AuditCheckpoint, AuditEvent, ChainVerification
 from kb.models import Branch, Stakeholder
 from registry import pinning
 from registry.declarations import validate_mcp_server
-from registry.models import ConsoleTurn, McpServer, TokenDelegation, ToolPin
+from registry.models import ConsoleTurn, McpServer, ServerCheck, TokenDelegation, ToolPin
 from registry.presets import write_token_presets
 from registry.services import delegation_issue, server_save
 from tests.registry.conftest import custom_python_declaration, kb_declaration
@@ -35,6 +35,7 @@ MATRIX = {
     "console.open": {S, M},
     "console.discover": {S, M},
     "console.call": {S, M},
+    "console.compare": {S, M},
     "console.read_own_turn": {S, M},
     "console.read_others_turn": {S},  # and it is audited
     "console.delete_own_history": {S, M},
@@ -43,14 +44,18 @@ MATRIX = {
     "server.add": {S, M},
     "server.change": {S, M},
     "server.delete": {S, M},
+    "server.check_now": {S, M},  # a service check: no user's bearer
     "delegation.view": {S, M, A},
     "delegation.issue": {S, M},
     "delegation.register": {S, M},
     "delegation.revoke": {S, M},
+    "delegation.renew": {S, M},
+    "delegation.bulk_revoke": {S, M},
     "delegation.explain_access": {S, M, A},
     "pin.view": {S, M, A},
     "pin.approve": {S, M},
     "audit.view": {S, M, A},
+    "audit.export": {S, M, A},  # and it is audited
     "audit.change": set(),
     "audit.delete": set(),
     "audit.verify": {S, M, A},  # queued for a worker
@@ -64,7 +69,11 @@ MATRIX = {
     "user.change_groups": {S},
 }
 
+# Actions of a change list: to a user who may not, the list offers no such action at all.
+LIST_ACTIONS = {"delegation.bulk_revoke"}
+
 PLANNER_TOKEN = "hbvpd_" + "MatrixPresetToken0123456789abcdefghijkl"
+MANAGER_TOKEN = "hbvpd_" + "MatrixManagerToken0123456789abcdefghijk"
 OTHERS_PROMPT = "다른 관리자의 질문입니다"
 
 
@@ -77,8 +86,11 @@ class World:
         self.planner = Stakeholder.objects.create(
             stakeholder_id="KB-P-001", name="윤지유", role="planner", branch=branch
         )
+        Stakeholder.objects.create(
+            stakeholder_id="KB-M-001", name="관리자", role="branch_manager", branch=branch
+        )
         presets = tmp_path / "presets.json"
-        write_token_presets(presets, {"KB-P-001": PLANNER_TOKEN})
+        write_token_presets(presets, {"KB-P-001": PLANNER_TOKEN, "KB-M-001": MANAGER_TOKEN})
         settings.VPD_TOKEN_PRESETS_FILE = presets
         settings.KB_MCP_BASE_URL = fault.url
         self.kb, _ = server_save(declaration=validate_mcp_server(kb_declaration("kb_mcp")))
@@ -157,6 +169,22 @@ def console_discover(browser, world, user):
 def console_call(browser, world, user):
     response = console(browser, world, "call", prompt="담당 고객 목록")
     return response, bool(world.fault.rpc_requests("tools/call"))
+
+
+def console_compare(browser, world, user):
+    response = browser.post(
+        "/admin/registry/consoleturn/",
+        {
+            "server": "kb_mcp",
+            "stakeholder": "KB-P-001",
+            "compare_with": "KB-M-001",
+            "one_time_bearer": "",
+            "prompt": "담당 고객 목록",
+            "limit": "10",
+            "action": "compare",
+        },
+    )
+    return response, len(world.fault.rpc_requests("tools/call")) == 2
 
 
 def console_read_own_turn(browser, world, user):
@@ -246,6 +274,11 @@ def server_delete(browser, world, user):
     return response, gone
 
 
+def server_check_now(browser, world, user):
+    response = browser.post(f"/admin/registry/mcpserver/{world.kb.pk}/check/")
+    return response, ServerCheck.objects.filter(server=world.kb).exists()
+
+
 def delegation_terms():
     return {
         "stakeholder": "KB-P-001",
@@ -273,6 +306,30 @@ def delegation_revoke_action(browser, world, user):
     return response, world.delegation.revoked_at is not None
 
 
+def delegation_renew_action(browser, world, user):
+    url = f"/admin/registry/tokendelegation/{world.delegation.pk}/renew/"
+    expires = (timezone.localtime() + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M")
+    response = browser.post(url, {"expires_at": expires})
+    renewed = TokenDelegation.objects.filter(renews=world.delegation).exists()
+    assert renewed == AuditEvent.objects.filter(action="registry.delegation_renewed").exists()
+    return response, renewed
+
+
+def delegation_bulk_revoke(browser, world, user):
+    data = {
+        "action": "revoke_selected",
+        "_selected_action": [world.delegation.pk],
+        "apply": "1",
+        "reason": "matrix bulk",
+    }
+    response = browser.post("/admin/registry/tokendelegation/", data)
+    world.delegation.refresh_from_db()
+    revoked = world.delegation.revoked_at is not None
+    if not revoked and response.status_code == 200:
+        assert b'value="revoke_selected"' not in response.content
+    return response, revoked
+
+
 def delegation_explain_access(browser, world, user):
     response = browser.get("/admin/registry/tokendelegation/access/KB-P-001/")
     return response, 'id="access-summary"' in response.content.decode()
@@ -282,6 +339,15 @@ def pin_approve(browser, world, user):
     url = f"/admin/registry/toolpin/{world.pin.pk}/review/"
     response = browser.post(url, {"expected_hash": world.pin.pending_hash})
     return response, not ToolPin.objects.get(pk=world.pin.pk).is_held
+
+
+def audit_export(browser, world, user):
+    response = browser.get("/admin/audit/auditevent/export/?outcome__exact=changed")
+    exported = response.status_code == 200 and b"audit_event" in b"".join(
+        response.streaming_content if response.streaming else [response.content]
+    )
+    assert exported == AuditEvent.objects.filter(action="audit.exported").exists()
+    return response, exported
 
 
 def audit_change(browser, world, user):
@@ -357,6 +423,7 @@ ACTIONS = {
     "console.open": console_open,
     "console.discover": console_discover,
     "console.call": console_call,
+    "console.compare": console_compare,
     "console.read_own_turn": console_read_own_turn,
     "console.read_others_turn": console_read_others_turn,
     "console.delete_own_history": console_delete_own_history,
@@ -365,14 +432,18 @@ ACTIONS = {
     "server.add": server_add,
     "server.change": server_change,
     "server.delete": server_delete,
+    "server.check_now": server_check_now,
     "delegation.view": viewer("/admin/registry/tokendelegation/"),
     "delegation.issue": delegation_issue_action,
     "delegation.register": delegation_register_action,
     "delegation.revoke": delegation_revoke_action,
+    "delegation.renew": delegation_renew_action,
+    "delegation.bulk_revoke": delegation_bulk_revoke,
     "delegation.explain_access": delegation_explain_access,
     "pin.view": viewer("/admin/registry/toolpin/"),
     "pin.approve": pin_approve,
     "audit.view": viewer("/admin/audit/auditevent/"),
+    "audit.export": audit_export,
     "audit.change": audit_change,
     "audit.delete": audit_delete,
     "audit.verify": audit_verify(full=False),
@@ -406,12 +477,14 @@ def test_each_role_may_do_exactly_what_the_matrix_says(action, role, fault, tmp_
     browser.force_login(user)
     response, happened = ACTIONS[action](browser, world, user)
     if role in MATRIX[action]:
-        assert response.status_code in (200, 302), response.content.decode()[:1500]
+        assert response.status_code in (200, 302, 303), response.content.decode()[:1500]
         assert happened, f"{role} could not {action}"
     else:
         assert not happened, f"{role} could {action}"
-        # 403, or the admin's "no such object" redirect for a row outside the user's queryset.
-        assert response.status_code in (302, 403, 404), response.status_code
+        # 403, or the admin's "no such object" redirect for a row outside the user's queryset;
+        # a list action the user is not offered leaves the list as it was.
+        allowed = (302, 403, 404) + ((200,) if action in LIST_ACTIONS else ())
+        assert response.status_code in allowed, response.status_code
     if action.startswith("console.") and role not in MATRIX[action]:
         # Nothing was sent anywhere: no bearer left this process for a refused user.
         assert fault.requests == []

@@ -272,6 +272,7 @@ def test_files_at_rest_are_the_service_users_only(demo):
         "token_fingerprint_key",
         "vpd_token_presets.json",
         "admin_password",
+        "serving.json",  # where it serves, for kb_ask and the console
         "supervisord.log",
         "celerybeat-schedule.dat",  # beat's shelve: .dat, .dir and .bak
     ]

@@ -99,3 +99,14 @@ def test_the_operator_groups_exist_with_fitting_permissions():
     assert {"add_mcpserver", "change_mcpserver", "change_allowedtool"} <= admin_perms
     assert "view_mcpserver" in auditor_perms
     assert {p for p in auditor_perms if not p.startswith("view_")} == {"explain_access"}
+
+
+def test_the_demo_registrations_that_point_at_nothing_are_disabled_examples(servers, admin_client):
+    examples = McpServer.objects.filter(server_id__in=["kb_vector_mcp", "local_rag_8500"])
+    assert examples.count() == 2
+    for server in examples:
+        assert not server.enabled
+        assert server.description.startswith("Example registration")
+    assert McpServer.objects.get(server_id="kb_mcp").enabled
+    body = admin_client.get("/admin/registry/mcpserver/?enabled__exact=1").content.decode()
+    assert "kb_mcp" in body and "kb_vector_mcp" not in body and "local_rag_8500" not in body

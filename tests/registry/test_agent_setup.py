@@ -23,6 +23,7 @@ from registry.agent_setup import (
     INSPECTOR_PACKAGE,
     MCP_REMOTE_PACKAGE,
     SERVER_NAME,
+    VSCODE_INPUT_ID,
 )
 from registry.declarations import KB_TOOL_NAME
 
@@ -44,6 +45,7 @@ def issue_through_the_admin(client: Client, stakeholder_id: str) -> tuple[str, s
             "expires_at_1": "12:00:00",
             "expires_at": expires.strftime("%Y-%m-%d 12:00:00"),
         },
+        follow=True,
     )
     body = response.content.decode()
     assert response.status_code == 200, body[:3000]
@@ -59,9 +61,11 @@ def shown(body: str, key: str) -> str:
 
 @pytest.fixture
 def planner_page(admin_client):
+    from django.conf import settings
     from django.core.management import call_command
 
     call_command("load_kb_demo", verbosity=0)
+    call_command("import_mcp_servers", str(settings.MCP_SERVERS_FILE), verbosity=0)
     return lambda: issue_through_the_admin(admin_client, "KB-P-001")
 
 
@@ -71,8 +75,30 @@ def test_the_issued_page_fills_each_agent_with_this_servers_url_and_the_token(pl
     body, token = planner_page()
     url, authorization = "https://kb.example.test/mcp", f"Bearer {token}"
 
+    # VS Code asks for the token itself (a password prompt); the file holds none.
     vscode = json.loads(shown(body, "vscode"))
-    assert vscode == {
+    assert vscode["servers"] == {
+        SERVER_NAME: {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": f"Bearer ${{input:{VSCODE_INPUT_ID}}}"},
+        }
+    }
+    assert vscode["inputs"] == [
+        {
+            "type": "promptString",
+            "id": VSCODE_INPUT_ID,
+            "description": "hyperbook VPD token KB-P-001",
+            "password": True,
+        }
+    ]
+    assert token not in shown(body, "vscode")
+    # The embedded form is there only behind a warning that says why it is risky.
+    embedded = re.search(
+        r'<details class="embedded-token" id="embedded-vscode">(.*?)</details>', body, re.S
+    )
+    assert embedded and "커밋" in embedded.group(1)
+    assert json.loads(shown(body, "vscode-embedded")) == {
         "servers": {
             SERVER_NAME: {"type": "http", "url": url, "headers": {"Authorization": authorization}}
         }
@@ -159,6 +185,10 @@ def live_page(server, world, django_db_blocker):
         admin = get_user_model().objects.create_superuser("setup-admin", password="pw-setup-1")
         client = Client()
         client.force_login(admin)
+        from django.conf import settings
+        from django.core.management import call_command
+
+        call_command("import_mcp_servers", str(settings.MCP_SERVERS_FILE), verbosity=0)
         with override_settings(MCP_RESOURCE_URL=server.mcp):
             body, token = issue_through_the_admin(client, "KB-M-001")
     yield body, token
@@ -184,8 +214,15 @@ def test_the_inspector_command_as_shown_lists_the_tool(live_page, tmp_path_facto
 
 @pytest.mark.slow
 def test_the_vscode_configuration_as_shown_answers_as_its_stakeholder(live_page):
-    body, _ = live_page
-    entry = json.loads(shown(body, "vscode"))["servers"][SERVER_NAME]
+    body, token = live_page
+    prompted = json.loads(shown(body, "vscode"))
+    entry = prompted["servers"][SERVER_NAME]
+    # What VS Code does with the input: asks for the token and puts it where the file says.
+    answer = {f"${{input:{prompted['inputs'][0]['id']}}}": token}
+    entry["headers"] = {
+        name: re.sub(r"\$\{input:[^}]+\}", lambda m: answer[m.group(0)], value)
+        for name, value in entry["headers"].items()
+    }
 
     async def ask():
         async with httpx2.AsyncClient(headers=entry["headers"], timeout=60) as http:

@@ -233,3 +233,48 @@ def test_the_csv_is_the_answer_as_shown_masks_included_and_audited(console, djan
         f"console_turn:{turn.pk}",
         len(shown),
     )
+
+
+def test_discovery_shows_the_tools_description_and_input_schema(console, django_db_blocker):
+    client, _ = console
+    with django_db_blocker.unblock():
+        body = post(client, stakeholder="KB-P-001", action="discover").content.decode()
+    description = re.search(r'<p id="tool-description">(.*?)</p>', body, re.S).group(1)
+    assert description.strip() not in ("", "—")
+    schema = re.search(r'<details id="tool-schema">.*?<pre>(.*?)</pre>', body, re.S).group(1)
+    assert "&quot;prompt&quot;" in schema and "&quot;limit&quot;" in schema
+
+
+def test_compare_asks_one_question_as_two_stakeholders_side_by_side(
+    console, world, django_db_blocker
+):
+    client, user = console
+    with django_db_blocker.unblock():
+        response = post(
+            client, stakeholder="KB-P-001", compare_with="KB-M-001", prompt=PROMPT, action="compare"
+        )
+        turns = list(ConsoleTurn.objects.filter(user=user, prompt=PROMPT).order_by("created_at"))
+        calls = AuditEvent.objects.filter(action="console.call", prompt_hash__gt="").count()
+    body = response.content.decode()
+    sides = re.findall(r'<section class="compare-side" data-stakeholder="([^"]+)"', body)
+    assert sides == ["KB-P-001", "KB-M-001"]
+    assert [turn.stakeholder_id for turn in turns[-2:]] == ["KB-P-001", "KB-M-001"]
+    planner_rows, manager_rows = ({r[0] for r in t.rendered["rows"]} for t in turns[-2:])
+    assert planner_rows and manager_rows and planner_rows != manager_rows
+    assert calls >= 2
+    for token in world.tokens.values():
+        assert token not in body
+
+
+def test_compare_needs_two_different_stakeholders_and_sends_nothing_otherwise(
+    console, django_db_blocker
+):
+    client, user = console
+    with django_db_blocker.unblock():
+        before = ConsoleTurn.objects.filter(user=user).count()
+        same = post(
+            client, stakeholder="KB-P-001", compare_with="KB-P-001", prompt=PROMPT, action="compare"
+        )
+        after = ConsoleTurn.objects.filter(user=user).count()
+    assert "서로 다른 두 관계자" in same.content.decode()
+    assert before == after

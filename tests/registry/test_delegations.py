@@ -25,7 +25,7 @@ EXTERNAL_CANARY = "EXTcanary9Vq3Lm7Xz2Rt5Pw8Ks1Hd4Jf6"
 
 
 @pytest.fixture
-def planner():
+def planner(kb_registered):
     branch = Branch.objects.create(branch_id="BR-GN", branch_name="강남지점", region="서울")
     return Stakeholder.objects.create(
         stakeholder_id="KB-P-001", name="윤지유", role="planner", branch=branch
@@ -36,6 +36,17 @@ def planner():
 def admin_client(client):
     client.force_login(User.objects.create_superuser("root", password="pw-for-tests-only"))
     return client
+
+
+@pytest.fixture
+def kb_registered():
+    """The KB server, whose allowlist is what a delegation may choose from."""
+    from registry.declarations import validate_mcp_server
+    from registry.services import server_save
+    from tests.registry.conftest import kb_declaration
+
+    server, _ = server_save(declaration=validate_mcp_server(kb_declaration("kb_mcp")))
+    return server
 
 
 def later(days=1):
@@ -139,9 +150,11 @@ def test_the_admin_shows_an_issued_token_once_and_never_again(planner, admin_cli
             "expires_at_1": "12:00:00",
             "expires_at": (timezone.localtime() + timedelta(days=3)).strftime("%Y-%m-%d 12:00:00"),
         },
+        follow=True,
     )
     body = response.content.decode()
     assert response.status_code == 200, body[:3000]
+    assert response.redirect_chain[0][1] == 303
     assert "다시 표시되지 않습니다" in body
     assert "no-store" in response["Cache-Control"]
     token = re.search(r'id="issued-token"[^>]*>([^<]+)<', body).group(1)

@@ -150,8 +150,13 @@ def test_without_kb_mcp_base_url_it_says_the_server_address_is_not_set(
 ):
     settings.KB_MCP_BASE_URL = ""
     monkeypatch.delenv("KB_MCP_BASE_URL", raising=False)
-    with pytest.raises(CommandError, match="MCP 서버 주소가 설정되지 않았거나 올바르지 않습니다."):
+    with pytest.raises(CommandError) as refused:
         kb_ask("--as", "KB-P-001", QUESTION)
+    message = str(refused.value)
+    assert "토큰을 보내지 않았습니다" in message
+    assert "serving.json" in message and "KB_MCP_BASE_URL=http://127.0.0.1:PORT" in message
+    refusal = AuditEvent.objects.filter(action="console.call").order_by("-sequence").first()
+    assert refusal.detail == "kb_server_unknown"
 
 
 def test_discover_lists_the_servers_tools(kb_ask):
@@ -189,3 +194,70 @@ def test_from_a_terminal_a_refusal_exits_non_zero_with_only_the_message(kb_mcp, 
     assert result.stdout == ""
     assert "토큰이 유효하지 않거나 만료됨" in result.stderr
     assert FORGED not in result.stderr and "Traceback" not in result.stderr
+
+
+def kb_ask_with_the_demo_settings(presets, var_dir, extra_env=None):
+    """kb_ask as a shell on this machine runs it: the demo settings, no PORT or KB_MCP_BASE_URL."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("PORT", "HOST", "KB_MCP_BASE_URL")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="hyperbook.settings.local",
+        DATABASE_URL=database_url_for_servers(),
+        HYPERBOOK_VAR_DIR=str(var_dir),
+        VPD_TOKEN_PRESETS_FILE=str(presets),
+        **(extra_env or {}),
+    )
+    return subprocess.run(
+        [sys.executable, "manage.py", "kb_ask", "--as", "KB-P-001", QUESTION],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_with_no_serving_record_and_no_base_url_no_token_is_sent_anywhere(
+    kb_mcp, presets, tmp_path, world
+):
+    # Something else listening on the port the demo used to assume is told nothing.
+    import socket
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", 8000))
+    except OSError:
+        listener.close()
+        listener = None
+    else:
+        listener.listen()
+        listener.settimeout(0.5)
+    try:
+        result = kb_ask_with_the_demo_settings(presets, tmp_path / "var")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "토큰을 보내지 않았습니다" in result.stderr
+        assert "KB_MCP_BASE_URL=http://127.0.0.1:PORT" in result.stderr
+        assert world.tokens["KB-P-001"] not in result.stderr
+        if listener is not None:
+            with pytest.raises(TimeoutError):
+                listener.accept()
+    finally:
+        if listener is not None:
+            listener.close()
+
+
+def test_kb_ask_asks_the_server_that_make_run_recorded(kb_mcp, presets, server, tmp_path, world):
+    from core.serving import serving_record_write
+
+    var_dir = tmp_path / "var"
+    var_dir.mkdir(mode=0o700)
+    # The record names the live server and a process that is running (this test's).
+    serving_record_write(var_dir, url=server.url, pid=os.getpid())
+    result = kb_ask_with_the_demo_settings(presets, var_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KB-P-001" in result.stdout

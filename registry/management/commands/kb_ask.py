@@ -1,6 +1,7 @@
 """Ask the registered KB MCP server a question as one stakeholder, from a terminal."""
 
 import getpass
+import os
 import unicodedata
 from pathlib import Path
 
@@ -10,9 +11,11 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from core.serving import RECORD_NAME
 from kb.catalogue import TOOL_DEFAULT_LIMIT
 from kb.models import Stakeholder
 from registry.console import ConsoleError, console_token
+from registry.declarations import DEFAULT_KB_BASE_URL_ENV
 from registry.mcp.contract import LIMIT_MAX, LIMIT_MIN
 from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn
@@ -24,7 +27,8 @@ MAX_CELL_WIDTH = 40
 
 class Command(BaseCommand):
     help = (
-        "Ask the registered KB MCP server (KB_MCP_BASE_URL + /mcp) a question with a stakeholder's "
+        "Ask the registered KB MCP server (KB_MCP_BASE_URL, else where `make run` serves, + /mcp) "
+        "a question with a stakeholder's "
         "VPD token from the preset file (owner-only, 0600), and print the answer as a table."
     )
 
@@ -69,6 +73,25 @@ class Command(BaseCommand):
                 ),
                 kind=kind,
                 server_id=server[:128],
+                **audit,
+            )
+        if registered.to_declaration().is_kb and not _kb_base_url(registered):
+            self._refuse(
+                ConsoleError(
+                    _(
+                        "KB 서버가 어디에 있는지 모르므로 토큰을 보내지 않았습니다: 실행 중인 "
+                        "hyperbook의 기록(%(record)s)도 %(variable)s도 없습니다. `make run`으로 "
+                        "서버를 시작하거나, %(variable)s=http://127.0.0.1:PORT 처럼 서버 주소를 "
+                        "지정하세요."
+                    )
+                    % {
+                        "record": settings.VAR_DIR / RECORD_NAME,
+                        "variable": registered.base_url_env or DEFAULT_KB_BASE_URL_ENV,
+                    },
+                    code="kb_server_unknown",
+                ),
+                kind=kind,
+                server_id=registered.server_id,
                 **audit,
             )
         try:
@@ -176,6 +199,12 @@ class Command(BaseCommand):
         if answer.get("masked_columns"):
             masked = ", ".join(answer["masked_columns"])
             self.stdout.write(_("마스킹된 열: %(columns)s") % {"columns": masked})
+
+
+def _kb_base_url(server) -> str:
+    """The KB server's base URL as the client resolves it: the setting, else the environment."""
+    name = server.base_url_env or DEFAULT_KB_BASE_URL_ENV
+    return str(getattr(settings, name, "") or os.environ.get(name, "")).strip()
 
 
 def _os_user() -> str:
