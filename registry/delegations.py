@@ -52,6 +52,8 @@ __all__ = [
     "authenticate_token",
     "delegation_issue",
     "delegation_register",
+    "delegation_bind_access_token",
+    "delegation_grant",
     "delegation_revoke",
     "delegation_state",
 ]
@@ -155,6 +157,66 @@ def _delegation_create(*, token: str, source: str, created_by, **terms) -> Token
             after=_delegation_snapshot(delegation),
         )
     return delegation
+
+
+def delegation_grant(
+    *,
+    stakeholder: Stakeholder,
+    client_id: str,
+    client_name: str,
+    audience: str,
+    expires_at: datetime,
+    tools: list[str],
+    granted_by,
+) -> TokenDelegation:
+    """A user's approval of an agent's sign-in (signin.grants decides who may approve). It has no
+    usable token until the code exchange binds the first access token to it (below)."""
+    tools = _checked_delegation_terms(tools=tools, expires_at=expires_at)
+    with transaction.atomic():
+        delegation = TokenDelegation.objects.create(
+            # The fingerprint of a token nobody ever sees: nothing answers to it.
+            fingerprint=token_fingerprint(generate_token()),
+            display_prefix="",
+            source=TokenDelegation.Source.SIGNED_IN,
+            stakeholder=stakeholder,
+            agent_name=(client_name or client_id)[:128],
+            tools=tools,
+            audience=audience,
+            expires_at=expires_at,
+            created_by=granted_by,
+            oauth_client_id=client_id[:255],
+        )
+        audit_change(
+            action=AuditEvent.Action.DELEGATION_GRANTED,
+            actor=granted_by,
+            target=f"delegation:{delegation.pk}",
+            before=None,
+            after={**_delegation_snapshot(delegation), "client_id": delegation.oauth_client_id},
+        )
+    return delegation
+
+
+def delegation_bind_access_token(
+    *, delegation: TokenDelegation, access_token: str, expires: datetime, refreshed: bool
+) -> None:
+    """A signed-in delegation answers to this access token from now on (the one before it stops:
+    a refresh rotates it), until `expires` or the grant's own end, whichever is first."""
+    updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
+        fingerprint=token_fingerprint(access_token),
+        display_prefix=display_prefix(access_token),
+        token_expires_at=min(expires, delegation.expires_at),
+    )
+    if updated and refreshed:
+        audit_change(
+            action=AuditEvent.Action.DELEGATION_REFRESHED,
+            actor=delegation.created_by,
+            target=f"delegation:{delegation.pk}",
+            before=None,
+            after={
+                "client_id": delegation.oauth_client_id,
+                "token_expires_at": expires.isoformat(),
+            },
+        )
 
 
 def delegation_revoke(*, delegation: TokenDelegation, reason: str, revoked_by=None) -> bool:

@@ -11,19 +11,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
-from audit.models import AuditEvent
-from audit.services import audit_change
-from core.tokens import token_fingerprint
 from kb.models import Stakeholder
 from kb.policy import query_refusal
-from registry.delegations import (
-    DelegationError,
-    _checked_delegation_terms,
-    _delegation_snapshot,
-    delegation_revoke,
-)
+from registry.delegations import DelegationError, delegation_grant, delegation_revoke
 from registry.models import TokenDelegation
-from registry.tokens import display_prefix, generate_token
 from signin.models import StakeholderLogin
 
 
@@ -64,52 +55,15 @@ def grant_approve(
     )
     if refusal is not None:  # it could grant nothing /mcp would answer
         raise GrantRefused(str(refusal))
-    tools = _checked_delegation_terms(tools=terms.tools, expires_at=terms.expires_at)
-    with transaction.atomic():
-        delegation = TokenDelegation.objects.create(
-            # Unusable until the code exchange: the fingerprint of a token nobody ever sees.
-            fingerprint=token_fingerprint(generate_token()),
-            display_prefix="",
-            source=TokenDelegation.Source.SIGNED_IN,
-            stakeholder=stakeholder,
-            agent_name=(client_name or client_id)[:128],
-            tools=tools,
-            audience=resource,
-            expires_at=terms.expires_at,
-            created_by=user,
-            oauth_client_id=client_id[:255],
-        )
-        audit_change(
-            action=AuditEvent.Action.DELEGATION_GRANTED,
-            actor=user,
-            target=f"delegation:{delegation.pk}",
-            before=None,
-            after=_grant_snapshot(delegation),
-        )
-    return delegation
-
-
-def grant_bind_access_token(
-    *, delegation: TokenDelegation, access_token: str, expires: datetime, refreshed: bool
-) -> None:
-    """The delegation answers to this access token from now on (the one before it stops: a
-    refresh rotates it), until `expires` or the grant's own end, whichever is first."""
-    updated = TokenDelegation.objects.filter(pk=delegation.pk, revoked_at__isnull=True).update(
-        fingerprint=token_fingerprint(access_token),
-        display_prefix=display_prefix(access_token),
-        token_expires_at=min(expires, delegation.expires_at),
+    return delegation_grant(
+        stakeholder=stakeholder,
+        client_id=client_id,
+        client_name=client_name,
+        audience=resource,
+        expires_at=terms.expires_at,
+        tools=terms.tools,
+        granted_by=user,
     )
-    if updated and refreshed:
-        audit_change(
-            action=AuditEvent.Action.DELEGATION_REFRESHED,
-            actor=delegation.created_by,
-            target=f"delegation:{delegation.pk}",
-            before=None,
-            after={
-                "client_id": delegation.oauth_client_id,
-                "token_expires_at": expires.isoformat(),
-            },
-        )
 
 
 def grant_bind_token_family(*, delegation: TokenDelegation, family: uuid.UUID) -> None:
@@ -144,10 +98,6 @@ def _revoke_family(family: uuid.UUID) -> None:
     )
     get_access_token_model().objects.filter(refresh_token__in=refresh_tokens).update(expires=now)
     refresh_tokens.filter(revoked__isnull=True).update(revoked=now)
-
-
-def _grant_snapshot(delegation: TokenDelegation) -> dict:
-    return {**_delegation_snapshot(delegation), "client_id": delegation.oauth_client_id}
 
 
 def grants_visible_to(user):

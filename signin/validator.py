@@ -13,9 +13,9 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors
 
 from core.tokens import keyed_fingerprint, token_fingerprint
+from registry.delegations import delegation_bind_access_token
 from registry.models import TokenDelegation
 from signin.grants import (
-    grant_bind_access_token,
     grant_bind_token_family,
     grant_for_family,
     grant_is_live,
@@ -122,7 +122,7 @@ class DelegationValidator(OAuth2Validator):
             delegation = getattr(request, "delegation", None)
         if not grant_is_live(delegation):
             raise errors.InvalidGrantError(request=request)
-        grant_bind_access_token(
+        delegation_bind_access_token(
             delegation=delegation,
             access_token=token["access_token"],
             expires=expires,

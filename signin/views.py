@@ -20,9 +20,9 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
+from registry.delegations import DelegationError
 from signin.forms import ConsentForm, grantable_tools
 from signin.grants import (
-    GrantRefused,
     GrantTerms,
     default_grant_expiry,
     grant_approve,
@@ -129,7 +129,7 @@ class ConsentView(AuthorizationView):
                 resource=resource_url_for(self.request),
                 terms=GrantTerms(tools=form.cleaned_data["tools"], expires_at=form.expires_at()),
             )
-        except GrantRefused as exc:
+        except DelegationError as exc:  # GrantRefused, or terms outside the rules
             form.add_error(None, str(exc))
             return self.form_invalid(form)
         self.delegation_id = delegation.pk
