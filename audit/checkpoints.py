@@ -1,10 +1,13 @@
-"""Signed checkpoints over the audit chain, the proof an outsider can check.
+"""Signed checkpoints over the audit log, the proof an outsider can check.
 
 A hash chain shows accidental damage; someone with write access to the database can still rewrite
 it and recompute every hash. So, every AUDIT_CHECKPOINT_EVERY events or AUDIT_CHECKPOINT_SECONDS
-(whichever comes first, and only when there are new events), the chain's head is signed with
-Ed25519 as a C2SP signed note (`audit.signed_note`) and delivered to the Memory API, which keeps a
-copy outside our database. A rewritten or shortened chain no longer matches the copies there
+(whichever comes first, and only when there are new events), the root of the log's RFC 6962
+Merkle tree (`audit.merkle`, whose last leaf is the chain's head) is signed with Ed25519 as a C2SP
+signed note (`audit.signed_note`) and delivered to the Memory API, which keeps a copy outside our
+database. Checkpoints signed before the tree existed signed the chain's head itself; they stay
+valid under that rule (`AuditCheckpoint.head_hash` is empty for them). A rewritten or shortened
+chain no longer matches the copies there
 (`audit.reconciliation`), and an export carries the checkpoints that cover it (`audit.verify`).
 
 The checkpoint's Memory API id is derived from its origin and number, so that anyone can ask the
@@ -20,6 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
+from audit import merkle
 from audit.chain import GENESIS_HASH
 from audit.models import AuditCheckpoint, AuditEvent, ChainHead, CheckpointDelivery, SigningKey
 from audit.services import SOURCE, audit_change
@@ -131,14 +135,16 @@ def checkpoint_create_if_due(
             return None
         origin = origin_for(source)
         number = last.number + 1 if last else 1
-        note = signer.sign(Checkpoint(origin, head.last_sequence, head.last_hash).body())
+        root = head_tree_root(head).hex()
+        note = signer.sign(Checkpoint(origin, head.last_sequence, root).body())
         key_id = f"{signer.key_id:08x}"
         checkpoint = AuditCheckpoint.objects.create(
             id=checkpoint_memory_id(origin, number),
             source=source,
             number=number,
             sequence=head.last_sequence,
-            hash=head.last_hash,
+            hash=root,
+            head_hash=head.last_hash,
             prev_hash=last.hash if last else GENESIS_HASH,
             origin=origin,
             key_id=key_id,
@@ -152,6 +158,11 @@ def checkpoint_create_if_due(
         )
     logger.info("audit: checkpoint %s signed at #%s", number, head.last_sequence)
     return checkpoint
+
+
+def head_tree_root(head: ChainHead) -> bytes:
+    """The root of the tree over every event up to the (locked) head, from its frontier."""
+    return merkle.frontier_root(merkle.frontier_from_hex(head.tree_frontier))
 
 
 def opened_checkpoint(checkpoint: AuditCheckpoint, verifiers: list[Verifier]) -> Checkpoint:

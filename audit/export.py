@@ -14,6 +14,7 @@ a checkpoint (one is signed now when the range reaches past the latest). OCSF ex
 Activity, class 6003) keep exactly the asked range, with the event's chain fields in `unmapped`.
 """
 
+import base64
 import datetime as dt
 import ipaddress
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from audit.checkpoints import checkpoint_create_if_due, origin_for
 from audit.models import AuditCheckpoint, AuditEvent
 from audit.selectors import events_in_sequence
 from audit.services import SOURCE
+from audit.tree import inclusion_proof
 
 EXPORT_TYPE = "hyperbook.audit_export"
 EXPORT_VERSION = 1
@@ -102,6 +104,31 @@ def event_record(row: dict) -> dict:
     return record
 
 
+def checkpoint_record(checkpoint: AuditCheckpoint) -> dict:
+    """A checkpoint as exported. One signed over the tree carries the chain's hash at its size
+    and that hash's inclusion proof as the tree's last leaf, so a verifier holding the events but
+    not the tree can tie the chain to the signed root."""
+    record = {
+        "type": "audit_checkpoint",
+        "number": checkpoint.number,
+        "source": checkpoint.source,
+        "sequence": checkpoint.sequence,
+        "hash": checkpoint.hash,
+        "key_id": checkpoint.key_id,
+        "created_at": occurred_at_text(checkpoint.created_at),
+        "note": checkpoint.note,
+    }
+    if checkpoint.head_hash is not None:
+        size = checkpoint.sequence
+        record["head_hash"] = checkpoint.head_hash
+        record["head_proof"] = encoded(inclusion_proof(checkpoint.source, size, size))
+    return record
+
+
+def encoded(hashes: list[bytes]) -> list[str]:
+    return [base64.b64encode(value).decode() for value in hashes]
+
+
 def _event_rows(source: str, span: ExportRange) -> Iterator[dict]:
     return events_in_sequence(
         source=source, fields=EVENT_FIELDS, after=span.first - 1, through=span.last, chunk=CHUNK
@@ -129,19 +156,7 @@ def export_jsonl(out, span: ExportRange, *, source: str = SOURCE) -> int:
         source=source, sequence__gte=span.first - 1, sequence__lte=span.last
     ).order_by("number")
     for checkpoint in checkpoints.iterator():
-        _write(
-            out,
-            {
-                "type": "audit_checkpoint",
-                "number": checkpoint.number,
-                "source": checkpoint.source,
-                "sequence": checkpoint.sequence,
-                "hash": checkpoint.hash,
-                "key_id": checkpoint.key_id,
-                "created_at": occurred_at_text(checkpoint.created_at),
-                "note": checkpoint.note,
-            },
-        )
+        _write(out, checkpoint_record(checkpoint))
     return written
 
 
@@ -268,18 +283,7 @@ def export_filtered_jsonl(events, *, query: str, source: str = SOURCE) -> Iterat
         source=source, sequence__gte=first - 1, sequence__lte=last
     ).order_by("number")
     for checkpoint in checkpoints.iterator():
-        yield _line(
-            {
-                "type": "audit_checkpoint",
-                "number": checkpoint.number,
-                "source": checkpoint.source,
-                "sequence": checkpoint.sequence,
-                "hash": checkpoint.hash,
-                "key_id": checkpoint.key_id,
-                "created_at": occurred_at_text(checkpoint.created_at),
-                "note": checkpoint.note,
-            }
-        )
+        yield _line(checkpoint_record(checkpoint))
 
 
 def _line(value: dict) -> str:

@@ -73,9 +73,10 @@ def memory_for(event) -> dict:
 
 
 def memory_for_checkpoint(checkpoint) -> dict:
-    """A signed checkpoint as a memory: `sequence` and `hash` are the chain head it signs,
-    `prev_hash` the head the previous checkpoint signed; the signed note is the proof."""
-    return {
+    """A signed checkpoint as a memory: `sequence` and `hash` are the tree size and root it signs
+    (the chain's head, for checkpoints signed before the tree), `prev_hash` the previous
+    checkpoint's; the signed note is the proof."""
+    memory = {
         "id": str(checkpoint.id),
         "namespace": NAMESPACE,
         "kind": CHECKPOINT_KIND,
@@ -91,6 +92,9 @@ def memory_for_checkpoint(checkpoint) -> dict:
             "note": checkpoint.note,
         },
     }
+    if checkpoint.head_hash is not None:
+        memory["content"]["head_hash"] = checkpoint.head_hash
+    return memory
 
 
 def post_batch(

@@ -189,11 +189,14 @@ class AuditEvent(models.Model):
 
 
 class ChainHead(models.Model):
-    """The last link of a source's chain, locked while events are appended so none interleave."""
+    """The last link of a source's chain, locked while events are appended so none interleave,
+    and the right edge of its Merkle tree: the hashes of the perfect subtrees its leaves split
+    into (`audit.merkle.frontier_append`), hex, concatenated, so an append reads no node."""
 
     source = models.CharField(max_length=32, primary_key=True)
     last_sequence = models.PositiveBigIntegerField(default=0)
     last_hash = models.CharField(max_length=64)
+    tree_frontier = models.TextField(default="", blank=True)
 
     def __str__(self) -> str:
         return f"{self.source} #{self.last_sequence}"
@@ -319,17 +322,51 @@ class ChainVerification(models.Model):
         return self.message
 
 
+class AuditTreeNode(models.Model):
+    """A completed node of a source's RFC 6962 Merkle tree over its events (`audit.merkle`): the
+    root of the perfect subtree over leaves [index · 2^level, (index + 1) · 2^level); level 0 holds
+    the leaves. Written in the transaction of the events that complete it, append-only like them,
+    so a proof reads O(log n) rows."""
+
+    source = models.CharField(max_length=32)
+    level = models.PositiveSmallIntegerField()
+    index = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=64)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "level", "index"], name="audit_unique_node")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} node {self.level}/{self.index}"
+
+    def save(self, *args, **kwargs):
+        raise TypeError("tree nodes are written with the events that complete them")
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("tree nodes are append-only")
+
+
 class AuditCheckpoint(models.Model):
-    """A signed statement of a chain's head: "event #sequence, and everything before it, hashes
-    to `hash`". Its signed note (C2SP signed-note and tlog-checkpoint) is the proof; the other
-    columns repeat what it says, for queries. Append-only, like the events it covers."""
+    """A signed statement of the log at a size: "the Merkle tree over events #1..#sequence has
+    the root `hash`" (C2SP signed-note and tlog-checkpoint). Its signed note is the proof; the
+    other columns repeat what it says, for queries. Append-only, like the events it covers.
+
+    Checkpoints signed before the tree existed sign the chain's head instead: their `head_hash`
+    is empty and their `hash` is event #sequence's own hash. The first checkpoint with a
+    `head_hash` marks where the rule changed; no checkpoint after it uses the old rule."""
 
     id = models.UUIDField(primary_key=True, editable=False)  # the Memory API's id for it
     source = models.CharField(_("출처"), max_length=32)
     number = models.PositiveBigIntegerField(_("번호"))  # 1, 2, 3… per source, gap-free
     sequence = models.PositiveBigIntegerField(_("마지막 이벤트 순번"))
-    hash = models.CharField(_("헤드 해시"), max_length=64)
+    hash = models.CharField(_("루트 해시"), max_length=64)
     prev_hash = models.CharField(_("이전 체크포인트 해시"), max_length=64)
+    # Nullable, so adding it leaves the rows (and SQLite's append-only trigger) as they are.
+    head_hash = models.CharField(_("체인 헤드 해시"), max_length=64, null=True, blank=True)  # noqa: DJ001
     origin = models.CharField(_("오리진"), max_length=200)
     key_id = models.CharField(_("키 ID"), max_length=8)
     note = models.TextField(_("서명된 체크포인트"))

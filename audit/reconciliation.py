@@ -17,6 +17,7 @@ from audit.checkpoints import checkpoint_memory_id, configured_verifiers, origin
 from audit.models import AuditCheckpoint, AuditEvent, Delivery
 from audit.services import SOURCE
 from audit.signed_note import Checkpoint, NoteError, open_checkpoint
+from audit.tree import tree_ends_with
 from core.outbound import outbound_client
 
 # How many of the latest locally delivered checkpoints are compared with their copies.
@@ -145,24 +146,31 @@ def _compare(anchor: _Anchor, source: str) -> str:
                 "the chain cannot be compared with its anchor"
             )
         return "no events and no anchored checkpoints yet"
-    if not _matches(anchor.get(latest)[0], events):
-        _raise_first_mismatch(anchor, events, latest)
+    if not _matches(anchor.get(latest)[0], events, source):
+        _raise_first_mismatch(anchor, events, latest, source)
     signed = anchor.get(latest)[0]
     return f"the chain matches the Memory API's latest checkpoint ({latest}, event #{signed.size})"
 
 
-def _matches(signed: Checkpoint, events) -> bool:
+def _matches(signed: Checkpoint, events, source: str) -> bool:
+    """Whether the local log is what the anchored checkpoint signs: its root is the local tree's,
+    ending with the local chain's hash at that size (or, signed before the tree existed, the root
+    is that hash itself; no chain hash is also the root of a tree over it)."""
     stored = events.filter(sequence=signed.size).values_list("hash", flat=True).first()
-    return stored == signed.root_hash
+    if stored is None:
+        return False
+    return stored == signed.root_hash or tree_ends_with(
+        source, signed.size, stored, signed.root_hash
+    )
 
 
-def _raise_first_mismatch(anchor: _Anchor, events, latest: int) -> None:
+def _raise_first_mismatch(anchor: _Anchor, events, latest: int, source: str) -> None:
     """Find the first anchored checkpoint the chain no longer matches (they match up to some
     number, then not: halve the range) and say what it means."""
     good, bad = 0, latest
     while bad - good > 1:
         middle = (good + bad) // 2
-        if _matches(anchor.get(middle)[0], events):
+        if _matches(anchor.get(middle)[0], events, source):
             good = middle
         else:
             bad = middle

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
+from audit import merkle
 from audit.chain import GENESIS_HASH, event_hash
-from audit.models import AuditEvent, ChainHead, uuid7
+from audit.models import AuditEvent, AuditTreeNode, ChainHead, uuid7
 from core.tokens import keyed_fingerprint
 
 logger = logging.getLogger("hyperbook.audit")
@@ -28,8 +29,10 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
 
     Each dict holds AuditEvent field values (unknown keys are refused). The chain head's row is
     locked for the transaction (on SQLite the IMMEDIATE transaction serialises writers), so
-    concurrent writers (threads, workers, hosts) never fork a chain or skip a sequence. The event
-    is the outbox entry: the delivery worker gives it its delivery state after the commit.
+    concurrent writers (threads, workers, hosts) never fork a chain or skip a sequence. Each event
+    becomes the next leaf of the Merkle tree, and the nodes it completes are written with it
+    (about two rows an event). The event is the outbox entry: the delivery worker gives it its
+    delivery state after the commit.
     """
     events = list(events)
     for values in events:
@@ -50,9 +53,12 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
             ChainHead.objects.get_or_create(source=source, defaults={"last_hash": GENESIS_HASH})
             cursor.execute(sql.lock_head, [source])
             head = cursor.fetchone()
-        rows = _chained(events, source, *head)
+        last_sequence, last_hash, frontier_text = head
+        rows = _chained(events, source, last_sequence, last_hash)
         cursor.executemany(sql.insert_event, [_parameters(row, connection) for row in rows])
-        cursor.execute(sql.move_head, [rows[-1]["sequence"], rows[-1]["hash"], source])
+        frontier, nodes = _planted(frontier_text, last_sequence, rows, source)
+        cursor.executemany(sql.insert_node, nodes)
+        cursor.execute(sql.move_head, [rows[-1]["sequence"], rows[-1]["hash"], frontier, source])
         last_sequence = rows[-1]["sequence"]
         transaction.on_commit(lambda: _queue_delivery(last_sequence))
     return [
@@ -69,8 +75,17 @@ class _Sql:
         head, events = quote(ChainHead._meta.db_table), quote(AuditEvent._meta.db_table)
         # SQLite has no row locks: its IMMEDIATE transaction already holds the write lock.
         lock = " FOR UPDATE" if connection.vendor != "sqlite" else ""
-        self.lock_head = f"SELECT last_sequence, last_hash FROM {head} WHERE source = %s{lock}"  # noqa: S608
-        self.move_head = f"UPDATE {head} SET last_sequence = %s, last_hash = %s WHERE source = %s"  # noqa: S608
+        self.lock_head = (
+            f"SELECT last_sequence, last_hash, tree_frontier FROM {head} WHERE source = %s{lock}"  # noqa: S608
+        )
+        self.move_head = (
+            f"UPDATE {head} SET last_sequence = %s, last_hash = %s, tree_frontier = %s "  # noqa: S608
+            "WHERE source = %s"
+        )
+        nodes = quote(AuditTreeNode._meta.db_table)
+        self.insert_node = (
+            f"INSERT INTO {nodes} (source, level, {quote('index')}, hash) VALUES (%s, %s, %s, %s)"  # noqa: S608
+        )
         columns = ", ".join(quote(f.column) for f in _EVENT_FIELDS)
         values = ", ".join(["%s"] * len(_EVENT_FIELDS))
         self.insert_event = f"INSERT INTO {events} ({columns}) VALUES ({values})"  # noqa: S608
@@ -118,6 +133,22 @@ def _chained(events: list[dict], source: str, sequence: int, prev_hash: str) -> 
         row["hash"] = prev_hash = event_hash(row)
         rows.append(row)
     return rows
+
+
+def _planted(
+    frontier_text: str, size: int, rows: list[dict], source: str
+) -> tuple[str, list[tuple]]:
+    """The tree grown by the rows' hashes: its new frontier (as stored) and the nodes completed."""
+    frontier = [
+        bytes.fromhex(frontier_text[at : at + 64]) for at in range(0, len(frontier_text), 64)
+    ]
+    nodes = []
+    for row in rows:
+        leaf = merkle.leaf_hash(bytes.fromhex(row["hash"]))
+        for level, index, value in merkle.frontier_append(frontier, size, leaf):
+            nodes.append((source, level, index, value.hex()))
+        size += 1
+    return merkle.frontier_hex(frontier), nodes
 
 
 def audit_record(**values) -> AuditEvent:

@@ -1,5 +1,7 @@
 """Checking the chain: every sequence present, every hash recomputed, every link matching, and
-every stored checkpoint signed by a trusted key over the hash the chain has at its sequence."""
+every stored checkpoint signed by a trusted key over the log at its sequence: the root of the
+Merkle tree whose last leaf is the chain's hash there (or, for checkpoints signed before the tree
+existed, that hash itself)."""
 
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,6 +16,7 @@ from audit.models import AuditCheckpoint, AuditEvent, ChainHead, ChainVerificati
 from audit.selectors import events_in_sequence
 from audit.services import SOURCE
 from audit.signed_note import NoteError
+from audit.tree import tree_ends_with
 
 FIELDS = [f.name for f in AuditEvent._meta.concrete_fields]
 REPEAT_WINDOW_SECONDS = 60  # presses within a minute of a check are answered with that check
@@ -63,7 +66,7 @@ def verify_chain(
         if event_hash(row) != row["hash"]:
             return _bad(checked, sequence, f"event #{sequence} was altered (hash mismatch)")
         signed = checkpoints.get(sequence)
-        if signed is not None and signed.hash != row["hash"]:
+        if signed is not None and not signs_chain_head(signed, row["hash"]):
             return _bad(
                 checked,
                 sequence,
@@ -106,15 +109,36 @@ def verify_chain(
     )
 
 
+def signs_chain_head(checkpoint: AuditCheckpoint, head_hash: str) -> bool:
+    """Whether the checkpoint signs a log whose event #sequence has this hash: under the tree rule
+    that hash is the last leaf of the tree the signed root is over, as its inclusion proof from
+    the stored nodes shows (a node that does not match the events leads to another root)."""
+    if checkpoint.head_hash is None:
+        return checkpoint.hash == head_hash
+    return checkpoint.head_hash == head_hash and tree_ends_with(
+        checkpoint.source, checkpoint.sequence, head_hash, checkpoint.hash
+    )
+
+
 def _stored_checkpoints(source: str) -> tuple[dict[int, AuditCheckpoint], ChainReport | None]:
     """The stored checkpoints by the sequence they cover, each verified against the trusted
     keys; or the first problem with them. They number 1, 2, 3… without gaps."""
     verifiers = configured_verifiers()
     by_sequence: dict[int, AuditCheckpoint] = {}
     expected_number = 1
+    tree_from = None  # the first checkpoint signed over the tree: none after it may sign a head
     for checkpoint in AuditCheckpoint.objects.filter(source=source).order_by("number"):
         if checkpoint.number != expected_number:
             return {}, _bad(0, checkpoint.sequence, f"missing checkpoint {expected_number}")
+        if checkpoint.head_hash is not None:
+            tree_from = tree_from or checkpoint.number
+        elif tree_from is not None:
+            return {}, _bad(
+                0,
+                checkpoint.sequence,
+                f"checkpoint {checkpoint.number} signs the chain's head, but checkpoints sign "
+                f"the tree from checkpoint {tree_from} on",
+            )
         try:
             opened_checkpoint(checkpoint, verifiers)
         except NoteError as exc:

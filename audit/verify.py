@@ -11,6 +11,7 @@ first reads the checkpoints, the second streams the events keeping one hash.
 """
 
 import argparse
+import base64
 import datetime as dt
 import itertools
 import json
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from audit import merkle
 from audit.chain import GENESIS_HASH, HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, event_hash
 from audit.signed_note import (
     Checkpoint,
@@ -143,6 +145,10 @@ class _Entry:
     keys: tuple[Verifier, ...] = ()
     number: int | None = None
     created_at: dt.datetime | None = None
+    # The chain's hash at its size that it vouches for: its signed root (signed before the tree
+    # existed), or the last leaf of the tree its signed root is over, as `head_proof` shows.
+    head_hash: str | None = None
+    over_tree: bool = False
 
 
 @dataclass
@@ -240,6 +246,9 @@ class _Run:
             )
         if record.get("hash") != claimed.root_hash:
             return f"{label}'s hash field is not its signed root hash"
+        problem = self._head_problem(record, entry)
+        if problem:
+            return problem
         signed_by = {f"{verifier.key_id:08x}" for verifier in entry.keys}
         if record.get("key_id") not in signed_by:
             return f"{label}'s key_id field ({record.get('key_id')!r}) is not a key that signed it"
@@ -251,6 +260,21 @@ class _Run:
         entry.created_at = _moment(record.get("created_at"))
         if entry.created_at is None:
             return f"{label}'s created_at field ({record.get('created_at')!r}) is not a UTC time"
+        return None
+
+    def _head_problem(self, record: dict, entry: _Entry) -> str | None:
+        label, claimed = entry.label, entry.checkpoint
+        if "head_proof" not in record:  # the rule before the tree: the root is the chain's head
+            entry.head_hash = claimed.root_hash
+            return None
+        head, proof = record.get("head_hash"), _proof_hashes(record.get("head_proof"))
+        if not isinstance(head, str) or not _HEX_HASH.fullmatch(head) or proof is None:
+            return f"{label}'s head_hash or head_proof field is malformed"
+        leaf = merkle.leaf_hash(bytes.fromhex(head))
+        root = bytes.fromhex(claimed.root_hash)
+        if not merkle.verify_inclusion(claimed.size - 1, claimed.size, leaf, proof, root):
+            return f"{label}'s head_proof does not lead from its head_hash to its signed root"
+        entry.head_hash, entry.over_tree = head, True
         return None
 
     # Second pass.
@@ -384,7 +408,7 @@ class _Run:
                 f"and no signed checkpoint covers #{first - 1}",
             )
         for entry in anchors:
-            if entry.checkpoint.root_hash != event["prev_hash"]:
+            if entry.head_hash != event["prev_hash"]:
                 raise _Failed(first, f"event #{first} does not link to {entry.label}")
 
     def _out_of_place(self, sequence: int, records: Iterator[tuple[int, dict]]) -> None:
@@ -408,7 +432,7 @@ class _Run:
         self,
         entry: _Entry,
         at: int,
-        root_hash: str | None,
+        chain_hash: str | None,
         signed_event_at: dt.datetime | None = None,
     ) -> None:
         if entry.problem:
@@ -431,7 +455,11 @@ class _Run:
             raise _Failed(
                 at, f"{entry.label} is for origin {checkpoint.origin!r}, not {self.origin!r}"
             )
-        if root_hash is not None and checkpoint.root_hash != root_hash:
+        if previous is not None and previous.over_tree and not entry.over_tree:
+            raise _Failed(
+                at, f"{entry.label} signs the chain's head, but {previous.label} signs the tree"
+            )
+        if chain_hash is not None and entry.head_hash != chain_hash:
             raise _Failed(at, f"event #{at} does not match {entry.label}")
         self.checkpoints += 1
         for verifier in entry.keys:
@@ -578,6 +606,22 @@ def _is_count(value: object) -> bool:
 def _printable(text: str) -> str:
     # Names and origins come from the file: keep its control characters off the terminal.
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _proof_hashes(value: object) -> list[bytes] | None:
+    """A proof's hashes, each base64 of 32 bytes, at most 64 of them; None when it is not one."""
+    if not isinstance(value, list) or len(value) > 64:
+        return None
+    hashes = []
+    for item in value:
+        try:
+            decoded = base64.b64decode(item, validate=True) if isinstance(item, str) else b""
+        except ValueError:
+            return None
+        if len(decoded) != merkle.HASH_SIZE:
+            return None
+        hashes.append(decoded)
+    return hashes
 
 
 def _reason(error: Exception) -> str:

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
+from audit import merkle
 from audit.chain import event_hash
 from audit.checkpoints import (
     checkpoint_create_if_due,
@@ -43,6 +44,12 @@ def head() -> ChainHead:
     return ChainHead.objects.get(source="hyperbook")
 
 
+def tree_root_of_events() -> str:
+    """The RFC 6962 root over every event's chain hash, computed from the events alone."""
+    hashes = AuditEvent.objects.order_by("sequence").values_list("hash", flat=True)
+    return merkle.root_of(merkle.leaf_hash(bytes.fromhex(h)) for h in hashes).hex()
+
+
 @pytest.fixture
 def every_100(settings):
     settings.AUDIT_CHECKPOINT_EVERY = 100
@@ -56,7 +63,7 @@ def test_no_checkpoint_without_events_and_the_first_comes_at_once(every_100):
     append(3)
     checkpoint = checkpoint_create_if_due()
     assert (checkpoint.number, checkpoint.sequence) == (1, 3)
-    assert checkpoint.hash == head().last_hash
+    assert (checkpoint.hash, checkpoint.head_hash) == (tree_root_of_events(), head().last_hash)
     assert checkpoint_create_if_due() is None  # nothing new since
     append(1)
     assert checkpoint_create_if_due() is None  # new, but neither 100 events nor an hour
@@ -87,7 +94,7 @@ def test_the_signed_note_says_what_the_row_says_and_verifies_with_the_printed_ke
     from audit.signed_note import Verifier
 
     signed = open_checkpoint(checkpoint.note, [Verifier.from_text(printed)])
-    assert signed == Checkpoint("test.hyperbook.invalid/audit/hyperbook", 5, head().last_hash)
+    assert signed == Checkpoint("test.hyperbook.invalid/audit/hyperbook", 5, tree_root_of_events())
     assert checkpoint.key_id == printed.split("+")[1]
     assert checkpoint.id == checkpoint_memory_id(checkpoint.origin, 1)
     # The key is recorded, public half only; the signer key never appears in what is stored.

@@ -1,5 +1,6 @@
 """Exports that keep the proof: chain fields on every event, the checkpoints that cover them."""
 
+import base64
 import io
 import json
 import tracemalloc
@@ -9,10 +10,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from audit import merkle
 from audit.chain import GENESIS_HASH, event_hash
 from audit.checkpoints import checkpoint_create_if_due, current_signer
 from audit.export import export_jsonl, provable_range, requested_range
-from audit.models import AuditCheckpoint, AuditEvent, ChainHead, uuid7
+from audit.models import AuditCheckpoint, AuditEvent, AuditTreeNode, ChainHead, uuid7
 from audit.services import audit_events_append, audit_record
 from audit.signed_note import open_checkpoint
 
@@ -74,7 +76,13 @@ def test_every_event_carries_its_chain_and_the_checkpoints_follow():
     verifier = current_signer().verifier
     for line in checkpoints:
         signed = open_checkpoint(line["note"], [verifier])
-        assert signed.root_hash == events[signed.size - 1]["hash"]
+        leaf = merkle.leaf_hash(bytes.fromhex(events[signed.size - 1]["hash"]))
+        proof = [base64.b64decode(h) for h in line["head_proof"]]
+        root = bytes.fromhex(signed.root_hash)
+        assert line["head_hash"] == events[signed.size - 1]["hash"]
+        assert merkle.verify_inclusion(signed.size - 1, signed.size, leaf, proof, root)
+        hashes = [bytes.fromhex(e["hash"]) for e in events[: signed.size]]
+        assert merkle.root_of(merkle.leaf_hash(h) for h in hashes) == root
 
 
 def test_a_partial_export_is_widened_to_the_checkpoints_around_it():
@@ -83,7 +91,7 @@ def test_a_partial_export_is_widened_to_the_checkpoints_around_it():
     events = [x for x in lines if x["type"] == "audit_event"]
     sizes = [x["sequence"] for x in lines if x["type"] == "audit_checkpoint"]
     assert events[0]["sequence"] == 21  # right after checkpoint #20, which is in the file
-    assert events[0]["prev_hash"] == AuditCheckpoint.objects.get(sequence=20).hash
+    assert events[0]["prev_hash"] == AuditCheckpoint.objects.get(sequence=20).head_hash
     assert sizes == [20, 30, 40, 50] and events[-1]["sequence"] == 50
     assert AuditCheckpoint.objects.count() == 5  # #50 was already covered: nothing new signed
 
@@ -141,7 +149,18 @@ def test_an_export_of_100000_events_streams_in_bounded_memory():
         ],
         batch_size=5000,
     )
-    ChainHead.objects.create(source="hyperbook", last_sequence=100_000, last_hash=f"{100_000:064x}")
+    frontier, nodes = [], []
+    for size in range(100_000):
+        leaf = merkle.leaf_hash(bytes.fromhex(f"{size + 1:064x}"))
+        for level, index, value in merkle.frontier_append(frontier, size, leaf):
+            nodes.append(AuditTreeNode(source="hyperbook", level=level, index=index, hash=value.hex()))
+    AuditTreeNode.objects.bulk_create(nodes, batch_size=5000)
+    ChainHead.objects.create(
+        source="hyperbook",
+        last_sequence=100_000,
+        last_hash=f"{100_000:064x}",
+        tree_frontier=merkle.frontier_hex(frontier),
+    )
     span = provable_range(requested_range())
 
     class Counting:
