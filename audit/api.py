@@ -11,7 +11,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit import selectors
+from audit import proofs, selectors
 from audit.models import AuditCheckpoint, AuditEvent, Delivery
 from core.groups import AUDITORS, MCP_ADMINS
 
@@ -137,6 +137,7 @@ class AuditCheckpointSerializer(serializers.ModelSerializer):
             "origin",
             "sequence",
             "hash",
+            "head_hash",
             "prev_hash",
             "key_id",
             "created_at",
@@ -167,12 +168,56 @@ class AuditCheckpointViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return AuditCheckpoint.objects.select_related("delivery")
 
+    @action(detail=False, url_path="consistency-proof")
+    def consistency_proof(self, request):
+        """`?from=M&to=N`: the RFC 6962 proof that the log at size M is a prefix of it at N."""
+        params = request.query_params
+        old, new = _size(params, "from"), _size(params, "to")
+        return _proof_response(
+            lambda: proofs.tree_consistency(old=old, new=new, source=_source(params))
+        )
+
     @action(detail=False)
     def latest(self, request):
         checkpoint = selectors.latest_checkpoint(request.query_params.get("source", "hyperbook"))
         if checkpoint is None:
             return Response({"detail": "no checkpoint has been signed yet"}, status=404)
         return Response(self.get_serializer(checkpoint).data)
+
+
+class InclusionProofView(APIView):
+    """`GET /api/audit-events/<sequence>/inclusion-proof/?tree_size=N`: the event's RFC 6962
+    inclusion proof in the tree of the checkpoint signed at size N (the latest without it), and
+    that checkpoint's signed note."""
+
+    permission_classes = [AuditorsAndAdmins]
+
+    def get(self, request, sequence: int):
+        params = request.query_params
+        size = _size(params, "tree_size") if "tree_size" in params else None
+        return _proof_response(
+            lambda: proofs.event_inclusion(
+                sequence=sequence, tree_size=size, source=_source(params)
+            )
+        )
+
+
+def _size(params, name: str) -> int:
+    value = params.get(name, "")
+    if not (value.isascii() and value.isdigit() and 0 < int(value) < 2**63):
+        raise exceptions.ValidationError({name: "A tree size: a positive whole number."})
+    return int(value)
+
+
+def _source(params) -> str:
+    return params.get("source", "hyperbook")[:32]
+
+
+def _proof_response(make) -> Response:
+    try:
+        return Response(make())
+    except proofs.ProofError as exc:
+        return Response({"detail": str(exc)}, status=exc.status)
 
 
 class VerifierKeySerializer(serializers.Serializer):

@@ -38,6 +38,9 @@ EXPORT_TYPE = "hyperbook.audit_export"
 EXPORT_VERSION = 1
 EVENT_TYPE = "audit_event"
 CHECKPOINT_TYPE = "audit_checkpoint"
+BUNDLE_TYPE = "hyperbook.audit_proof"  # `export_audit --prove`: chosen events, each proven alone
+BUNDLE_VERSION = 1
+PROOF_TYPE = "audit_event_proof"
 # Far above any event the application writes; it bounds what one line may cost us.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -115,12 +118,100 @@ def verify_export(
         raise Unverifiable("no public key given")
     try:
         with open(path, "rb") as file:
+            if _is_bundle(file):
+                return _verify_bundle(file, verifiers, origin)
             run = _Run(verifiers, origin)
             run.read_header_and_checkpoints(file)
             file.seek(0)
             return run.verify_events(file)
     except OSError as error:
         raise Unverifiable(f"cannot read {path}: {_reason(error)}") from None
+
+
+def _is_bundle(file: BinaryIO) -> bool:
+    first = file.readline(MAX_LINE_BYTES)
+    file.seek(0)
+    try:
+        header = _loads(first)
+    except _BadLine:
+        return False
+    return isinstance(header, dict) and header.get("type") == BUNDLE_TYPE
+
+
+def _verify_bundle(file: BinaryIO, verifiers: list[Verifier], origin: str | None) -> VerifyReport:
+    """A proof bundle (`export_audit --prove`): each event on its own. Its hash recomputes, its
+    inclusion proof leads from that hash (leaf sequence - 1) to a root, and the root is that of a
+    checkpoint signed by a trusted key, at the proof's tree size, for the bundle's origin."""
+    proven, keys, checkpoints = 0, {}, set()
+    lines = _lines(file)
+    _, raw = next(lines)
+    header = _loads(raw)
+    if header.get("version") != BUNDLE_VERSION:
+        raise Unverifiable(f"proof bundle version {header.get('version')!r} is not supported")
+    origin = origin or header.get("origin")
+    for number, raw in lines:
+        try:
+            record = _loads(raw) if raw is not None else None
+        except _BadLine as error:
+            return _bundle_failure(proven, f"line {number} is not valid JSON: {error}")
+        problem, sequence = _bundle_proof_problem(record, verifiers, origin, keys, checkpoints)
+        if problem:
+            return _bundle_failure(proven, f"line {number}: {problem}", sequence)
+        proven += 1
+    if not proven:
+        return _bundle_failure(0, "the bundle proves no event")
+    return VerifyReport(
+        True,
+        proven,
+        len(checkpoints),
+        f"{proven} events proven in the signed log ({len(checkpoints)} checkpoints; "
+        f"signed by {', '.join(keys)})",
+        origin=origin,
+        keys=tuple(keys),
+    )
+
+
+def _bundle_proof_problem(
+    record: object, verifiers: list[Verifier], origin: str | None, keys: dict, checkpoints: set
+) -> tuple[str | None, int | None]:
+    if not isinstance(record, dict) or record.get("type") != PROOF_TYPE:
+        return "not an event's proof", None
+    event = record.get("event")
+    if not isinstance(event, dict) or _shape_problem(event):
+        return "its event is malformed", None
+    sequence = event["sequence"]
+    try:
+        computed = event_hash(event)
+    except (TypeError, ValueError):
+        computed = None
+    if computed != event["hash"]:
+        return f"event #{sequence} was altered: its hash does not recompute", sequence
+    index, size = record.get("leaf_index"), record.get("tree_size")
+    if index != sequence - 1 or not _is_count(size) or size < sequence:
+        return f"event #{sequence}'s proof is for another leaf or tree size", sequence
+    proof, note = _proof_hashes(record.get("hashes")), record.get("checkpoint")
+    if proof is None or not isinstance(note, str):
+        return f"event #{sequence}'s proof or checkpoint is malformed", sequence
+    try:
+        checkpoint = parse_checkpoint(open_note(note, verifiers))
+        signers = signers_in_range(note, checkpoint.size, verifiers)
+    except ValueError as error:
+        return f"event #{sequence}'s checkpoint does not verify: {error}", sequence
+    if checkpoint.size != size:
+        return f"event #{sequence}'s checkpoint is of size {checkpoint.size}, not {size}", sequence
+    if origin is not None and checkpoint.origin != origin:
+        return f"event #{sequence}'s checkpoint is for origin {checkpoint.origin!r}", sequence
+    leaf = merkle.leaf_hash(bytes.fromhex(event["hash"]))
+    if not merkle.verify_inclusion(index, size, leaf, proof, bytes.fromhex(checkpoint.root_hash)):
+        return f"event #{sequence}'s proof does not lead to its checkpoint's root", sequence
+    for verifier in signers:
+        keys[f"{verifier.name}+{verifier.key_id:08x}"] = None
+    checkpoints.add(note)
+    return None, sequence
+
+
+def _bundle_failure(proven: int, message: str, sequence: int | None = None) -> VerifyReport:
+    return VerifyReport(False, proven, 0, message, first_bad_sequence=sequence)
 
 
 class _Failed(Exception):

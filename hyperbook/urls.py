@@ -11,6 +11,7 @@ from audit.api import (
     AuditCheckpointViewSet,
     AuditEventViewSet,
     AuditorsAndAdmins,
+    InclusionProofView,
     VerifierKeysView,
 )
 from core.metrics import MetricsView
@@ -35,6 +36,11 @@ urlpatterns = [
         name="oauth-authorization-server",
     ),
     path("api/audit-verifier-keys/", VerifierKeysView.as_view(), name="audit-verifier-keys"),
+    path(
+        "api/audit-events/<int:sequence>/inclusion-proof/",
+        InclusionProofView.as_view(),
+        name="audit-event-inclusion-proof",
+    ),
     path("api/", include(router.urls)),
     path(
         "api/schema/",

@@ -153,7 +153,9 @@ def test_an_export_of_100000_events_streams_in_bounded_memory():
     for size in range(100_000):
         leaf = merkle.leaf_hash(bytes.fromhex(f"{size + 1:064x}"))
         for level, index, value in merkle.frontier_append(frontier, size, leaf):
-            nodes.append(AuditTreeNode(source="hyperbook", level=level, index=index, hash=value.hex()))
+            nodes.append(
+                AuditTreeNode(source="hyperbook", level=level, index=index, hash=value.hex())
+            )
     AuditTreeNode.objects.bulk_create(nodes, batch_size=5000)
     ChainHead.objects.create(
         source="hyperbook",

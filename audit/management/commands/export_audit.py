@@ -1,10 +1,12 @@
 import datetime as dt
 
+import orjson
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from audit.export import ExportError, export_jsonl, export_ocsf, provable_range, requested_range
+from audit.proofs import ProofError, proof_bundle
 
 
 def moment(value: str) -> dt.datetime:
@@ -22,7 +24,9 @@ class Command(BaseCommand):
         "Write audit events to standard output, streamed. jsonl: every event with its sequence, "
         "previous hash and hash, then the signed checkpoints covering them (widened to the "
         "nearest checkpoints, so `python -m audit.verify` can prove the file). ocsf: OCSF API "
-        "Activity (6003), the chain fields in `unmapped`."
+        "Activity (6003), the chain fields in `unmapped`. --prove SEQUENCE (repeatable): only "
+        "those events, each with its inclusion proof in the latest checkpoint's tree and that "
+        "checkpoint, which `python -m audit.verify` checks on their own."
     )
 
     def add_arguments(self, parser):
@@ -31,8 +35,14 @@ class Command(BaseCommand):
         parser.add_argument("--until", type=moment, help="events before (ISO date/time)")
         parser.add_argument("--after-sequence", type=int, help="events after this sequence")
         parser.add_argument("--source", default="hyperbook")
+        parser.add_argument(
+            "--prove", type=int, action="append", metavar="SEQUENCE", help="prove this event"
+        )
 
-    def handle(self, *args, format, since, until, after_sequence, source, **options):
+    def handle(self, *args, format, since, until, after_sequence, source, prove, **options):
+        if prove:
+            self._prove(prove, source)
+            return
         span = requested_range(
             source=source, since=since, until=until, after_sequence=after_sequence
         )
@@ -46,3 +56,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         where = f"#{span.first}..#{span.last}" if written else "none"
         self.stderr.write(f"{written} events exported ({where})")
+
+    def _prove(self, sequences: list[int], source: str) -> None:
+        try:
+            lines = [orjson.dumps(line).decode() for line in proof_bundle(sequences, source=source)]
+        except ProofError as exc:
+            raise CommandError(str(exc)) from None
+        for line in lines:
+            self.stdout.write(line)
+        self.stderr.write(f"{len(lines) - 1} events proven")
