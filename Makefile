@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
 
-.PHONY: run test test-fast lint format messages bench clean chromium
+.PHONY: run test test-fast lint format messages bench clean chromium golang
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,16 @@ chromium:
 		apt-get update -qq && apt-get install -y -qq chromium fonts-nanum >/dev/null; } || \
 		echo "chromium is not installed: the browser tests will say so"
 
+# An independent verifier of our checkpoints and proofs is built from Debian's Go and its
+# golang.org/x/mod sources (no module download); installed like chromium.
+golang:
+	@{ command -v go >/dev/null 2>&1 && [ -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog ]; } || \
+		{ [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		apt-get install -y -qq golang-go golang-golang-x-mod-dev >/dev/null; } || \
+		echo "Go is not installed: the Go verifier test will say so"
+
 # SQLite first (the embedded default), then every database test again on PostgreSQL.
-test: lint chromium
+test: lint chromium golang
 	$(BIN)/pytest
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m db
 
