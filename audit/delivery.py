@@ -323,7 +323,8 @@ def _raise_alarm(kind: str, message: str) -> None:
 
 def _clear_alarms() -> None:
     """A delivery that went through clears the alarms it disproves (a refused credential, a bad
-    configuration), never a checkpoint conflict: that one an operator must look into."""
+    configuration), never a checkpoint conflict (an operator must look into that one) nor a
+    witness's alarm (its next cosignature clears it)."""
     DeliveryAlarm.objects.filter(cleared_at__isnull=True).exclude(
         kind=DeliveryAlarm.CHECKPOINT_CONFLICT
-    ).update(cleared_at=timezone.now())
+    ).exclude(kind__startswith="witness:").update(cleared_at=timezone.now())

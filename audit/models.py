@@ -393,6 +393,11 @@ class AuditCheckpoint(models.Model):
     def delete(self, *args, **kwargs):
         raise TypeError("audit checkpoints are append-only")
 
+    def witnessed_note(self) -> str:
+        """The signed note with the witnesses' cosignature lines after ours, as signed-note
+        readers (and `python -m audit.verify --witness-key`) take it."""
+        return self.note + "".join(c.line + "\n" for c in self.cosignatures.order_by("witness_key"))
+
 
 class CheckpointDelivery(models.Model):
     """A checkpoint's delivery to the Memory API (kept apart: the checkpoint never changes)."""
@@ -438,3 +443,50 @@ class SigningKey(models.Model):
 
     def __str__(self) -> str:
         return self.verifier_key
+
+
+class WitnessState(models.Model):
+    """What one witness of AUDIT_WITNESSES (C2SP tlog-witness) has cosigned for us: the size of the
+    latest checkpoint, which the next request's consistency proof starts from, and whether it is
+    failing. The witness's own record is the authority; a 409 from it resets ours."""
+
+    verifier_key = models.CharField(_("증인 키"), max_length=300, unique=True)
+    name = models.CharField(_("이름"), max_length=200)
+    url = models.CharField(_("주소"), max_length=500)
+    last_size = models.PositiveBigIntegerField(_("마지막 연서 크기"), default=0)
+    last_cosigned_at = models.DateTimeField(_("마지막 연서 시각"), null=True, blank=True)
+    failing_since = models.DateTimeField(_("실패 시작"), null=True, blank=True)
+    last_problem = models.CharField(_("마지막 문제"), max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("증인")
+        verbose_name_plural = pgettext_lazy("plural", "증인")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Cosignature(models.Model):
+    """A witness's cosignature line on one of our checkpoints, as it returned it. The checkpoint's
+    note with these lines appended is the witnessed note (`AuditCheckpoint.witnessed_note`)."""
+
+    checkpoint = models.ForeignKey(
+        AuditCheckpoint, on_delete=models.PROTECT, related_name="cosignatures"
+    )
+    witness_key = models.CharField(max_length=300)
+    line = models.TextField()
+    cosigned_at = models.DateTimeField()
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["checkpoint", "witness_key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["checkpoint", "witness_key"], name="audit_one_cosignature_per_witness"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.witness_key.split('+')[0]} on checkpoint {self.checkpoint_id}"

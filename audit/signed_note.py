@@ -264,3 +264,75 @@ def signers_in_range(note: str, size: int, verifiers: "list[Verifier]") -> "tupl
             f"a key retired after #{retired.last_size}"
         )
     return in_range
+
+
+# Witness cosignatures (C2SP tlog-cosignature, `cosignature/v1`) ---------------------------------
+
+COSIGNATURE_V1 = 0x04  # the signed-note algorithm byte for an Ed25519 cosignature/v1 key
+
+
+def cosignature_message(checkpoint_text: str, timestamp: int) -> bytes:
+    """What a witness signs: a header, the time it cosigned (Unix seconds), the checkpoint body."""
+    return f"cosignature/v1\ntime {timestamp}\n{checkpoint_text}".encode()
+
+
+class CosignatureVerifier:
+    """A witness's public key (`name+keyid+base64(0x04 ‖ key)`)."""
+
+    def __init__(self, name: str, public_key: bytes):
+        self.name = _check_name(name)
+        self.public_bytes = public_key
+        digest = hashlib.sha256(name.encode() + b"\n" + bytes([COSIGNATURE_V1]) + public_key)
+        self.key_id = struct.unpack(">I", digest.digest()[:4])[0]
+        self._key = Ed25519PublicKey.from_public_bytes(public_key)
+
+    @classmethod
+    def from_text(cls, text: str) -> "CosignatureVerifier":
+        parts = text.strip().split("+", 2)
+        if len(parts) != 3:
+            raise NoteError("a witness key reads name+keyid+base64")
+        name, hex_id, encoded = parts
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise NoteError(f"witness key {name}: its base64 part is not valid base64") from None
+        if len(raw) != 33 or raw[0] != COSIGNATURE_V1:
+            raise NoteError(f"witness key {name}: not an Ed25519 cosignature/v1 key (0x04)")
+        verifier = cls(name, raw[1:])
+        if f"{verifier.key_id:08x}" != hex_id.lower():
+            raise NoteError(f"witness key {name}: its key id does not match its key")
+        return verifier
+
+    def text(self) -> str:
+        encoded = base64.b64encode(bytes([COSIGNATURE_V1]) + self.public_bytes).decode()
+        return f"{self.name}+{self.key_id:08x}+{encoded}"
+
+    def cosigned_at(self, checkpoint_text: str, signature: Signature) -> int | None:
+        """When this witness cosigned the checkpoint with `signature` (Unix seconds), or None
+        when the signature is not its, or does not verify."""
+        if (signature.name, signature.key_id) != (self.name, self.key_id):
+            return None
+        if len(signature.signature) != 8 + 64:
+            return None
+        (timestamp,) = struct.unpack(">Q", signature.signature[:8])
+        try:
+            self._key.verify(
+                signature.signature[8:], cosignature_message(checkpoint_text, timestamp)
+            )
+        except InvalidSignature:
+            return None
+        return timestamp
+
+
+def cosignatures_by(note: str, witnesses: "list[CosignatureVerifier]") -> dict[str, int]:
+    """Which of `witnesses` cosigned the note's checkpoint (`name+keyid` → time cosigned); a
+    signature line by another key, or one that does not verify, counts for nobody."""
+    text, signatures = split_note(note)
+    found = {}
+    for witness in witnesses:
+        for signature in signatures:
+            when = witness.cosigned_at(text, signature)
+            if when is not None:
+                found[f"{witness.name}+{witness.key_id:08x}"] = when
+                break
+    return found

@@ -8,7 +8,9 @@ from django.conf import settings
 from audit.checkpoints import checkpoint_create_if_due
 from audit.delivery import deliver_pending
 from audit.nudges import nudger
+from audit.services import SOURCE
 from audit.verification import JOB_LOST_AFTER_SECONDS, verification_run
+from audit.witnesses import witness_latest
 
 _last_request = 0.0
 
@@ -47,13 +49,27 @@ def request_delivery() -> None:
     time_limit=60,
 )
 def create_checkpoint() -> int | None:
-    """Sign the chain's head when a checkpoint is due; have it delivered at once."""
+    """Sign the tree's root when a checkpoint is due; have it delivered and witnessed at once.
+    The periodic run also asks the witnesses again, after one failed or was slow."""
     checkpoint = checkpoint_create_if_due()
+    if settings.AUDIT_WITNESSES:
+        witness_latest_checkpoint.delay()
     if checkpoint is None:
         return None
     if settings.EGS2_MEMORY_API_URL:
         deliver_pending_events.delay()
     return checkpoint.number
+
+
+@shared_task(
+    name="audit.witness",
+    ignore_result=True,
+    soft_time_limit=120,
+    time_limit=150,
+)
+def witness_latest_checkpoint() -> dict:
+    """Have the witnesses cosign the latest checkpoint (each a bounded request)."""
+    return witness_latest(SOURCE)
 
 
 _checkpoint_requested_at_sequence = 0

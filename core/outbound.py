@@ -163,9 +163,29 @@ def post_form(
     return _post(url, headers=headers, timeout=timeout, max_bytes=max_bytes, data=form)
 
 
+def post_text(
+    url: str, *, body: str, headers: Mapping[str, str], timeout: float, max_bytes: int
+) -> tuple[int, bytes, str]:
+    """`post_json` for a text body; (status, body, its Content-Type)."""
+    return _post(
+        url,
+        headers=headers,
+        timeout=timeout,
+        max_bytes=max_bytes,
+        content=body.encode(),
+        with_type=True,
+    )
+
+
 def _post(
-    url: str, *, headers: Mapping[str, str], timeout: float, max_bytes: int, **content
-) -> tuple[int, bytes]:
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    timeout: float,
+    max_bytes: int,
+    with_type: bool = False,
+    **content,
+):
     deadline = time.monotonic() + timeout
     try:
         with (
@@ -175,6 +195,8 @@ def _post(
             if 300 <= response.status_code < 400:
                 raise OutboundError("redirect", status=response.status_code)
             body = read_capped(response, max_bytes=max_bytes, deadline=deadline)
+            if with_type:
+                return response.status_code, body, response.headers.get("content-type", "")
             return response.status_code, body
     except httpx.TimeoutException:
         raise OutboundError("timeout") from None

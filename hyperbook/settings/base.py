@@ -319,7 +319,7 @@ AUDIT_BACKLOG_DEGRADED_SECONDS = env_int("AUDIT_BACKLOG_DEGRADED_SECONDS", 300)
 HEALTH_CHECKS = ["audit.health.delivery_report"]
 # A claimed batch whose worker died is claimable again after this long.
 AUDIT_DELIVERY_LEASE_SECONDS = env_int("AUDIT_DELIVERY_LEASE_SECONDS", 120)
-# Signed checkpoints over the chain's head (C2SP signed notes, Ed25519): one every
+# Signed checkpoints over the log's RFC 6962 Merkle tree (C2SP signed notes, Ed25519): one every
 # AUDIT_CHECKPOINT_EVERY events or AUDIT_CHECKPOINT_SECONDS, whichever comes first, when there are
 # new events. AUDIT_ORIGIN names this deployment's log in them; AUDIT_SIGNING_KEY(_FILE) is the
 # signer key (PRIVATE+KEY+…; generated into var/ locally, required in production);
@@ -329,6 +329,13 @@ AUDIT_CHECKPOINT_EVERY = max(env_int("AUDIT_CHECKPOINT_EVERY", 1000), 1)
 AUDIT_CHECKPOINT_SECONDS = max(env_int("AUDIT_CHECKPOINT_SECONDS", 60), 1)
 AUDIT_SIGNING_KEY = read_secret("AUDIT_SIGNING_KEY")
 AUDIT_VERIFIER_KEYS = env_list("AUDIT_VERIFIER_KEYS")
+# Witnesses (C2SP tlog-witness) that cosign each checkpoint after checking its consistency with the
+# last one they cosigned: comma-separated "URL KEY" pairs, the URL being the witness's submission
+# prefix and KEY its cosignature/v1 verifier key (name+keyid+base64). A checkpoint is witnessed once
+# AUDIT_WITNESS_QUORUM of them have cosigned it. A witness that fails never holds up an answer.
+AUDIT_WITNESSES = env_list("AUDIT_WITNESSES")
+AUDIT_WITNESS_QUORUM = max(env_int("AUDIT_WITNESS_QUORUM", 1), 1)
+AUDIT_WITNESS_TIMEOUT_SECONDS = env_int("AUDIT_WITNESS_TIMEOUT_SECONDS", 10)
 # A full chain check (every event read again) may be asked for from the admin this often.
 AUDIT_FULL_VERIFY_INTERVAL_SECONDS = env_int("AUDIT_FULL_VERIFY_INTERVAL_SECONDS", 3600)
 CELERY_BEAT_SCHEDULE = {
