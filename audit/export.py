@@ -116,7 +116,7 @@ def checkpoint_record(checkpoint: AuditCheckpoint) -> dict:
         "hash": checkpoint.hash,
         "key_id": checkpoint.key_id,
         "created_at": occurred_at_text(checkpoint.created_at),
-        "note": checkpoint.note,
+        "note": checkpoint.witnessed_note(),
     }
     if checkpoint.head_hash is not None:
         size = checkpoint.sequence

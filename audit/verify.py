@@ -12,6 +12,7 @@ first reads the checkpoints, the second streams the events keeping one hash.
 
 import argparse
 import base64
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -26,8 +27,10 @@ from audit import merkle
 from audit.chain import GENESIS_HASH, HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, event_hash
 from audit.signed_note import (
     Checkpoint,
+    CosignatureVerifier,
     NoteError,
     Verifier,
+    cosignatures_by,
     open_note,
     parse_checkpoint,
     signers_in_range,
@@ -102,6 +105,16 @@ def load_verifiers(specs: list[str]) -> list[Verifier]:
     return verifiers
 
 
+def load_witnesses(specs: list[str]) -> list[CosignatureVerifier]:
+    witnesses = []
+    for number, spec in enumerate(specs, 1):
+        try:
+            witnesses.append(CosignatureVerifier.from_text(spec))
+        except (NoteError, ValueError) as error:
+            raise Unverifiable(f"--witness-key #{number} is not a witness key: {error}") from None
+    return witnesses
+
+
 def _verifier(text: str, where: str) -> Verifier:
     try:
         return Verifier.from_text(text)
@@ -110,22 +123,50 @@ def _verifier(text: str, where: str) -> Verifier:
 
 
 def verify_export(
-    path: str | Path, verifiers: list[Verifier], origin: str | None = None
+    path: str | Path,
+    verifiers: list[Verifier],
+    origin: str | None = None,
+    witnesses: list[CosignatureVerifier] | None = None,
+    quorum: int = 1,
 ) -> VerifyReport:
-    """Verify the export at `path` against `verifiers`, stopping at the first problem. Raises
+    """Verify the export (or proof bundle) at `path` against `verifiers`, stopping at the first
+    problem; with `witnesses`, also say which of its checkpoints `quorum` of them cosigned. Raises
     Unverifiable if the file cannot be read or is not an export at all."""
     if not verifiers:
         raise Unverifiable("no public key given")
     try:
         with open(path, "rb") as file:
             if _is_bundle(file):
-                return _verify_bundle(file, verifiers, origin)
-            run = _Run(verifiers, origin)
-            run.read_header_and_checkpoints(file)
-            file.seek(0)
-            return run.verify_events(file)
+                report, notes = _verify_bundle(file, verifiers, origin)
+            else:
+                run = _Run(verifiers, origin)
+                run.read_header_and_checkpoints(file)
+                file.seek(0)
+                report = run.verify_events(file)
+                notes = [(str(e.number), e.note) for e in run.entries if e.checkpoint and e.note]
     except OSError as error:
         raise Unverifiable(f"cannot read {path}: {_reason(error)}") from None
+    if report.ok and witnesses:
+        summary = witness_summary(notes, witnesses, quorum)
+        report = dataclasses.replace(report, message=f"{report.message}; {summary}")
+    return report
+
+
+def witness_summary(
+    notes: list[tuple[str, str]], witnesses: list[CosignatureVerifier], quorum: int
+) -> str:
+    """Which checkpoints (labelled, in order) `quorum` of `witnesses` cosigned, in one phrase."""
+    met, short = [], []
+    for label, note in dict(notes).items():
+        try:
+            cosigned = len(cosignatures_by(note, witnesses))
+        except NoteError:
+            cosigned = 0
+        (met if cosigned >= quorum else short).append(label)
+    return (
+        f"witnessed (quorum {quorum} of {len(witnesses)}): "
+        f"{', '.join(met) or 'none'}; not witnessed: {', '.join(short) or 'none'}"
+    )
 
 
 def _is_bundle(file: BinaryIO) -> bool:
@@ -138,11 +179,13 @@ def _is_bundle(file: BinaryIO) -> bool:
     return isinstance(header, dict) and header.get("type") == BUNDLE_TYPE
 
 
-def _verify_bundle(file: BinaryIO, verifiers: list[Verifier], origin: str | None) -> VerifyReport:
+def _verify_bundle(
+    file: BinaryIO, verifiers: list[Verifier], origin: str | None
+) -> tuple[VerifyReport, list[tuple[str, str]]]:
     """A proof bundle (`export_audit --prove`): each event on its own. Its hash recomputes, its
     inclusion proof leads from that hash (leaf sequence - 1) to a root, and the root is that of a
     checkpoint signed by a trusted key, at the proof's tree size, for the bundle's origin."""
-    proven, keys, checkpoints = 0, {}, set()
+    proven, keys, checkpoints = 0, {}, {}
     lines = _lines(file)
     _, raw = next(lines)
     header = _loads(raw)
@@ -153,14 +196,14 @@ def _verify_bundle(file: BinaryIO, verifiers: list[Verifier], origin: str | None
         try:
             record = _loads(raw) if raw is not None else None
         except _BadLine as error:
-            return _bundle_failure(proven, f"line {number} is not valid JSON: {error}")
+            return _bundle_failure(proven, f"line {number} is not valid JSON: {error}"), []
         problem, sequence = _bundle_proof_problem(record, verifiers, origin, keys, checkpoints)
         if problem:
-            return _bundle_failure(proven, f"line {number}: {problem}", sequence)
+            return _bundle_failure(proven, f"line {number}: {problem}", sequence), []
         proven += 1
     if not proven:
-        return _bundle_failure(0, "the bundle proves no event")
-    return VerifyReport(
+        return _bundle_failure(0, "the bundle proves no event"), []
+    report = VerifyReport(
         True,
         proven,
         len(checkpoints),
@@ -169,10 +212,11 @@ def _verify_bundle(file: BinaryIO, verifiers: list[Verifier], origin: str | None
         origin=origin,
         keys=tuple(keys),
     )
+    return report, [(f"the one at size {size}", note) for note, size in checkpoints.items()]
 
 
 def _bundle_proof_problem(
-    record: object, verifiers: list[Verifier], origin: str | None, keys: dict, checkpoints: set
+    record: object, verifiers: list[Verifier], origin: str | None, keys: dict, checkpoints: dict
 ) -> tuple[str | None, int | None]:
     if not isinstance(record, dict) or record.get("type") != PROOF_TYPE:
         return "not an event's proof", None
@@ -206,7 +250,7 @@ def _bundle_proof_problem(
         return f"event #{sequence}'s proof does not lead to its checkpoint's root", sequence
     for verifier in signers:
         keys[f"{verifier.name}+{verifier.key_id:08x}"] = None
-    checkpoints.add(note)
+    checkpoints[note] = checkpoint.size
     return None, sequence
 
 
@@ -240,6 +284,7 @@ class _Entry:
     # existed), or the last leaf of the tree its signed root is over, as `head_proof` shows.
     head_hash: str | None = None
     over_tree: bool = False
+    note: str | None = None
 
 
 @dataclass
@@ -315,7 +360,7 @@ class _Run:
                 _claimed_size(record),
                 problem=f"{label} is not a signed checkpoint: {error}",
             )
-        entry = _Entry(label, claimed.size)
+        entry = _Entry(label, claimed.size, note=note)
         try:
             open_note(note, self.verifiers)
             entry.keys = signers_in_range(note, claimed.size, self.verifiers)
@@ -736,9 +781,25 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     parser.add_argument("--origin", help="the origin every checkpoint must name")
+    parser.add_argument(
+        "--witness-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a witness's cosignature/v1 key (name+keyid+base64); repeat for each witness",
+    )
+    parser.add_argument(
+        "--quorum", type=int, default=1, help="cosignatures that make a checkpoint witnessed"
+    )
     args = parser.parse_args(argv)
     try:
-        report = verify_export(args.file, load_verifiers(args.public_key), origin=args.origin)
+        report = verify_export(
+            args.file,
+            load_verifiers(args.public_key),
+            origin=args.origin,
+            witnesses=load_witnesses(args.witness_key),
+            quorum=max(args.quorum, 1),
+        )
     except Unverifiable as error:
         print(_printable(f"error: {error}"), file=sys.stderr)
         return 2

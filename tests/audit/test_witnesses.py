@@ -107,3 +107,42 @@ def test_a_reply_without_a_valid_cosignature_is_not_stored(witnesses, monkeypatc
     assert witness_latest("hyperbook")["w1.example"] == "failed"
     assert "no valid cosignature" in WitnessState.objects.get(name="w1.example").last_problem
     assert not Cosignature.objects.filter(witness_key=one.verifier.text()).exists()
+
+
+def test_the_verifiers_report_which_checkpoints_meet_the_quorum(witnesses, tmp_path, capsys):
+    import io
+
+    from django.core.management import call_command
+
+    from audit.verify import main as verify_main
+
+    one, two = witnesses
+    checkpoint_after(4)
+    witness_latest("hyperbook")
+    two.mode = "down"
+    checkpoint_after(3)
+    witness_latest("hyperbook")
+    keys = ["--witness-key", one.verifier.text(), "--witness-key", two.verifier.text()]
+    expected = "witnessed (quorum 2 of 2): 1; not witnessed: 2"
+
+    out = io.StringIO()
+    call_command("verify_audit_chain", stdout=out)
+    assert expected in out.getvalue()
+
+    export = io.StringIO()
+    call_command("export_audit", stdout=export, stderr=io.StringIO())
+    path = tmp_path / "export.jsonl"
+    path.write_text(export.getvalue())
+    public = ["--public-key", current_signer().verifier.text()]
+    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 0
+    assert expected in capsys.readouterr().out
+    assert verify_main([str(path), *public, *keys[:2]]) == 0
+    assert "witnessed (quorum 1 of 1): 1, 2; not witnessed: none" in capsys.readouterr().out
+
+    bundle = io.StringIO()
+    call_command("export_audit", "--prove", "2", stdout=bundle, stderr=io.StringIO())
+    path.write_text(bundle.getvalue())
+    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 0
+    assert "witnessed (quorum 2 of 2): none; not witnessed: the one at size 7" in (
+        capsys.readouterr().out
+    )
