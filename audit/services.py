@@ -15,6 +15,7 @@ logger = logging.getLogger("hyperbook.audit")
 
 SOURCE = "hyperbook"
 _EVENT_FIELDS = tuple(AuditEvent._meta.concrete_fields)
+_EVENT_ATTNAMES = tuple(f.attname for f in _EVENT_FIELDS)
 _EVENT_NAMES = frozenset(f.name for f in _EVENT_FIELDS)
 
 
@@ -56,7 +57,7 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
         last_sequence = rows[-1]["sequence"]
         transaction.on_commit(lambda: _queue_delivery(last_sequence))
     return [
-        AuditEvent.from_db(connection.alias, None, [row[f.attname] for f in _EVENT_FIELDS])
+        AuditEvent.from_db(connection.alias, _EVENT_ATTNAMES, [row[f] for f in _EVENT_ATTNAMES])
         for row in rows
     ]
 
@@ -150,7 +151,7 @@ def revoke_once(
         before = snapshot(row)
         updated = (
             type(row)
-            .objects.filter(pk=row.pk, revoked_at__isnull=True)
+            ._default_manager.filter(pk=row.pk, revoked_at__isnull=True)
             .update(revoked_at=timezone.now(), **revoked)
         )
         row.refresh_from_db()

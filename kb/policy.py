@@ -194,6 +194,9 @@ class ConditionRefused(PlanError):
     wrote the plan: the reader, a model, or an operator's literal plan.
     """
 
+    field: str | None  # None on a QuestionRefused, which names words rather than a column
+    use: str | None
+
     def __init__(self, *, role: str, entity: str, field: str, use: str):
         spec = ENTITIES[entity].fields[field]
         message = gettext(

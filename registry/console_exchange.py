@@ -73,6 +73,7 @@ def mcp_exchange_run(
     Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
     back as the exchange's error for `to_public_mcp_error` to put in Korean."""
     started = time.perf_counter()
+    result: Discovery | CallResult
     try:
         if kind == ConsoleTurn.Kind.DISCOVER:
             result = kb_tools_discover(
@@ -96,7 +97,7 @@ def _since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-_EXCHANGE_ACTIONS = {
+_EXCHANGE_ACTIONS: dict[str, AuditEvent.Action] = {
     ConsoleTurn.Kind.DISCOVER: AuditEvent.Action.CONSOLE_DISCOVER,
     ConsoleTurn.Kind.CALL: AuditEvent.Action.CONSOLE_CALL,
 }
