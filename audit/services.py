@@ -93,6 +93,13 @@ _DEFAULTS = {f.attname: f.get_default() for f in _EVENT_FIELDS if f.attname not 
 _FRESH_DEFAULTS = tuple(
     (f.attname, f.default) for f in _EVENT_FIELDS if f.attname in _MADE - {"id"}
 )
+# Text is fitted to its column here, for every caller, before the event is hashed: the row
+# stored and the hash over it then agree, whatever length a caller or a client sent.
+_FITTED_LENGTHS = tuple(
+    (f.attname, f.max_length)
+    for f in _EVENT_FIELDS
+    if isinstance(f, models.CharField) and f.max_length is not None
+)
 
 
 def _parameters(row: dict, connection) -> list:
@@ -116,9 +123,17 @@ def _chained(events: list[dict], source: str, sequence: int, prev_hash: str) -> 
             occurred_at=values.get("occurred_at") or now,
             prev_hash=prev_hash,
         )
+        _fit_to_columns(row)
         row["hash"] = prev_hash = event_hash(row)
         rows.append(row)
     return rows
+
+
+def _fit_to_columns(row: dict) -> None:
+    for name, max_length in _FITTED_LENGTHS:
+        value = row[name]
+        if isinstance(value, str) and len(value) > max_length:
+            row[name] = value[:max_length]
 
 
 def audit_record(**values) -> AuditEvent:
@@ -134,7 +149,7 @@ def audit_change(
         action=AuditEvent.Action(action),  # a ValueError for an action nobody declared
         outcome=AuditEvent.Outcome.CHANGED,
         actor=getattr(actor, "get_username", lambda: "")() if actor is not None else "system",
-        target=target[:128],
+        target=target,
         changes={"before": before, "after": after},
     )
 

@@ -241,7 +241,7 @@ def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
     audit_record(
         action=AuditEvent.Action.CONSOLE_TURN_VIEWED,
         outcome=AuditEvent.Outcome.ALLOWED,
-        actor=viewer.get_username()[:150],
+        actor=viewer.get_username(),
         target=f"console_turn:{turn.pk}",
         detail=f"owner:{turn.user_id}",
     )
