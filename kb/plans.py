@@ -15,6 +15,7 @@ from typing import Any
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from core import tracing
 from kb import catalogue
 from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
 from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
@@ -223,6 +224,7 @@ def clamp_limit(value: object) -> int:
     return catalogue.clamp_limit(value, default=DEFAULT_LIMIT)
 
 
+@tracing.traced("kb.plan_parse")
 def plan_parse(raw: object) -> Plan:
     """Validate the parser's plan dict; raise PlanError naming the first problem."""
     if not isinstance(raw, dict):

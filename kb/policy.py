@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Q
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
+from core import tracing
 from kb.catalogue import ENTITIES, EntitySpec
 from kb.errors import KbError
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
@@ -256,6 +257,7 @@ class PolicedPlan:
     notes: tuple[str, ...] = ()  # what fitting the plan to the role changed, for the asker
 
 
+@tracing.traced("kb.police")
 def police(
     plan: Plan,
     asker: StakeholderSnapshot | None,
