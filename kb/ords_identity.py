@@ -146,7 +146,7 @@ def _exchange(assertion: str, identity: OrdsIdentity) -> tuple[str, float | None
 class _ExchangedTokens:
     """Exchanged tokens in this process's memory only, each until shortly before it expires."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[tuple, tuple[str, float]] = {}
 

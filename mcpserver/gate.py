@@ -82,7 +82,7 @@ class McpGate:
         self.rate_limits = rate_limits
         self.auditor = auditor
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope, receive, send) -> None:
         headers = request_headers(scope)
         # Whatever the client sends beside its bearer is kept only in a safe shape: never the
         # bearer itself, nor anything else shaped like a secret.
