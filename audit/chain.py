@@ -3,11 +3,12 @@
 import datetime as dt
 import hashlib
 import json
+from typing import Any
 
 try:
     import orjson
 except ImportError:  # the standalone verifier (python -S -m audit.verify) has only the stdlib
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # canonical_json falls back to json then
 
 GENESIS_HASH = "0" * 64
 
@@ -58,7 +59,7 @@ OPTIONAL_HASHED_FIELDS = ("client_request_id",)
 def canonical_json(values: dict) -> str:
     """`values` as a database row holds them (UUID, datetime) or as an export carries them (the id
     and `occurred_at_text` as strings)."""
-    data = {name: values.get(name) for name in HASHED_FIELDS}
+    data: dict[str, Any] = {name: values.get(name) for name in HASHED_FIELDS}
     for name in OPTIONAL_HASHED_FIELDS:
         if values.get(name):
             data[name] = values[name]

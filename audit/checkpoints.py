@@ -54,9 +54,13 @@ def configured_verifiers() -> list[Verifier]:
     """The keys a checkpoint may be signed by, as far as each may sign: `verifiers_from_settings`,
     narrowed by the retirements recorded in the admin (the smaller last size wins). Trust comes
     from configuration; the database can only take some away."""
-    retired = dict(
-        SigningKey.objects.filter(last_size__isnull=False).values_list("verifier_key", "last_size")
-    )
+    retired = {
+        key: last_size
+        for key, last_size in SigningKey.objects.filter(last_size__isnull=False).values_list(
+            "verifier_key", "last_size"
+        )
+        if last_size is not None  # the filter says so; the types cannot
+    }
     return [
         verifier.retired_at(retired[verifier.text()]) if verifier.text() in retired else verifier
         for verifier in verifiers_from_settings()

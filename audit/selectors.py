@@ -153,8 +153,9 @@ def signing_keys() -> list[dict]:
         key["current"] = key["verifier_key"] == current.text()
         key["trusted"] = key["verifier_key"] in trusted
         # What `python -m audit.verify --public-key` should be given for it.
-        key["verifier_key_with_range"] = key["verifier_key"] + (
-            "" if key["last_size"] is None else f"@{key['last_size']}"
+        size = key["last_size"]
+        key["verifier_key_with_range"] = f"{key['verifier_key']}" + (
+            "" if size is None else f"@{size}"
         )
     return listed
 

@@ -16,6 +16,7 @@ logger = logging.getLogger("hyperbook.audit")
 
 SOURCE = "hyperbook"
 _EVENT_FIELDS = tuple(AuditEvent._meta.concrete_fields)
+_EVENT_ATTNAMES = tuple(f.attname for f in _EVENT_FIELDS)
 _EVENT_NAMES = frozenset(f.name for f in _EVENT_FIELDS)
 
 
@@ -62,7 +63,7 @@ def audit_events_append(*, events: Iterable[dict], source: str = SOURCE) -> list
         last_sequence = rows[-1]["sequence"]
         transaction.on_commit(lambda: _queue_delivery(last_sequence))
     return [
-        AuditEvent.from_db(connection.alias, None, [row[f.attname] for f in _EVENT_FIELDS])
+        AuditEvent.from_db(connection.alias, _EVENT_ATTNAMES, [row[f] for f in _EVENT_ATTNAMES])
         for row in rows
     ]
 
@@ -107,6 +108,13 @@ _DEFAULTS = {f.attname: f.get_default() for f in _EVENT_FIELDS if f.attname not 
 _FRESH_DEFAULTS = tuple(
     (f.attname, f.default) for f in _EVENT_FIELDS if f.attname in _MADE - {"id"}
 )
+# Text is fitted to its column here, for every caller, before the event is hashed: the row
+# stored and the hash over it then agree, whatever length a caller or a client sent.
+_FITTED_LENGTHS = tuple(
+    (f.attname, f.max_length)
+    for f in _EVENT_FIELDS
+    if isinstance(f, models.CharField) and f.max_length is not None
+)
 
 
 def _parameters(row: dict, connection) -> list:
@@ -130,6 +138,7 @@ def _chained(events: list[dict], source: str, sequence: int, prev_hash: str) -> 
             occurred_at=values.get("occurred_at") or now,
             prev_hash=prev_hash,
         )
+        _fit_to_columns(row)
         row["hash"] = prev_hash = event_hash(row)
         rows.append(row)
     return rows
@@ -139,9 +148,7 @@ def _planted(
     frontier_text: str, size: int, rows: list[dict], source: str
 ) -> tuple[str, list[tuple]]:
     """The tree grown by the rows' hashes: its new frontier (as stored) and the nodes completed."""
-    frontier = [
-        bytes.fromhex(frontier_text[at : at + 64]) for at in range(0, len(frontier_text), 64)
-    ]
+    frontier = merkle.frontier_from_hex(frontier_text)
     nodes = []
     for row in rows:
         leaf = merkle.leaf_hash(bytes.fromhex(row["hash"]))
@@ -149,6 +156,13 @@ def _planted(
             nodes.append((source, level, index, value.hex()))
         size += 1
     return merkle.frontier_hex(frontier), nodes
+
+
+def _fit_to_columns(row: dict) -> None:
+    for name, max_length in _FITTED_LENGTHS:
+        value = row[name]
+        if isinstance(value, str) and len(value) > max_length:
+            row[name] = value[:max_length]
 
 
 def audit_record(**values) -> AuditEvent:
@@ -164,7 +178,7 @@ def audit_change(
         action=AuditEvent.Action(action),  # a ValueError for an action nobody declared
         outcome=AuditEvent.Outcome.CHANGED,
         actor=getattr(actor, "get_username", lambda: "")() if actor is not None else "system",
-        target=target[:128],
+        target=target,
         changes={"before": before, "after": after},
     )
 
@@ -181,7 +195,7 @@ def revoke_once(
         before = snapshot(row)
         updated = (
             type(row)
-            .objects.filter(pk=row.pk, revoked_at__isnull=True)
+            ._default_manager.filter(pk=row.pk, revoked_at__isnull=True)
             .update(revoked_at=timezone.now(), **revoked)
         )
         row.refresh_from_db()

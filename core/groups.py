@@ -10,7 +10,7 @@ MCP_ADMINS = "mcp_admins"
 AUDITORS = "auditors"
 
 # app label -> actions, per group. Models added later inherit their app's row.
-GROUP_PERMISSIONS = {
+GROUP_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
     MCP_ADMINS: {
         "registry": ("view", "add", "change", "delete"),
         "kb": ("view",),

@@ -1,5 +1,6 @@
 """Optional traces with OpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set, spans cover the gate,
-the tool, the plan's execution and the audit append, each with the request id, exported over
+the tool, each stage of an answer (reading the question, parsing the plan, the policy, the plan's
+execution, the answer's shape) and the audit append, each with the request id, exported over
 OTLP/HTTP (the exporter reads its own OTEL_* settings: headers, timeout, service name).
 
 With the variable unset nothing is configured and `span()` hands back one shared null context:
@@ -10,9 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import threading
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 logger = logging.getLogger("hyperbook.tracing")
 
@@ -84,6 +91,22 @@ def span(name: str, attributes: dict | None = None):
     if request_id:
         attributes.setdefault(REQUEST_ID, request_id)
     return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+def traced(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A decorator: each call runs inside span(name); without tracing, one check and the call."""
+
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(function)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if _tracer is None:
+                return function(*args, **kwargs)
+            with span(name):
+                return function(*args, **kwargs)
+
+        return run
+
+    return decorate
 
 
 def request_span(name: str, attributes: dict | None = None, *, client_traceparent: str = ""):

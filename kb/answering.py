@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import translation
 
+from core import tracing
 from core.redaction import redact_secrets
 from kb.answers import answer_build
 from kb.errors import KbError
@@ -61,6 +62,7 @@ class QuestionRefused(ConditionRefused):
         self.field = self.use = None
 
 
+@tracing.traced("kb.answer")
 def answer(
     asker: StakeholderSnapshot | None, question: Question, *, delegation_id: int | None = None
 ) -> dict:
@@ -105,15 +107,17 @@ def _answer(
         if model_answer is not None:
             return model_answer
 
-    parsed = parse_prompt(
-        prompt,
-        vocabulary=vocabulary,
-        as_of=as_of,
-        role=asker.role,
-        limit=limit,
-        stakeholder_id=asker.stakeholder_id,
-        branch_id=asker.branch_id,
-    )
+    # Here, not on parse_prompt: the start-up warm-up reads a question too, outside any request.
+    with tracing.span("kb.read_question"):
+        parsed = parse_prompt(
+            prompt,
+            vocabulary=vocabulary,
+            as_of=as_of,
+            role=asker.role,
+            limit=limit,
+            stakeholder_id=asker.stakeholder_id,
+            branch_id=asker.branch_id,
+        )
     interpretation = {**parsed.interpretation, "source": BUILTIN}
     if parsed.refusal is not None:
         # A condition on a masked column is refused as that, whatever else was left unread.

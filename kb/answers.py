@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
 
+from core import tracing
 from kb.catalogue import MAX_LIMIT, MIN_LIMIT
 
 ANSWER_JSON_SCHEMA: dict = {
@@ -78,6 +79,7 @@ def json_value(value: object) -> str | int | float | None:
     return str(value)
 
 
+@tracing.traced("kb.answer_build")
 def answer_build(
     *,
     columns: list[tuple[str, str]],

@@ -37,7 +37,9 @@ class SigningKey:
     algorithm: str  # EdDSA (Ed25519) or ES256 (P-256)
     public_jwk: dict
     # None for an earlier key published from its public half only.
-    private_key: object | None = field(default=None, repr=False, compare=False)
+    private_key: ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | None = field(
+        default=None, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ def assertion_issue(
     now: float | None = None,
 ) -> str:
     """A signed JWT access token saying `asker` asks, for `audience` only, valid briefly."""
+    if key.private_key is None:
+        raise ValueError(f"signing key {key.kid} has no private half")
     issued_at = int(time.time() if now is None else now)
     claims = {
         "iss": issuer,
@@ -142,6 +146,9 @@ def key_from_file(path: str, *, setting: str) -> SigningKey:
     elif isinstance(public_key, ec.EllipticCurvePublicKey) and public_key.curve.name == "secp256r1":
         algorithm, jwk = "ES256", ECAlgorithm.to_jwk(public_key, as_dict=True)
     else:
+        raise ImproperlyConfigured(f"{setting}: {path} must be an Ed25519 or P-256 (EC) key")
+    if not isinstance(private_key, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | None):
+        # Cannot happen once its public half passed the checks above; it tells the types so.
         raise ImproperlyConfigured(f"{setting}: {path} must be an Ed25519 or P-256 (EC) key")
     kid = jwk_thumbprint(jwk)
     public_jwk = {**jwk, "kid": kid, "alg": algorithm, "use": "sig"}

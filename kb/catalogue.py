@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 TOOL_NAME = "ords.query.kb_select_ai_vpd"
 MIN_LIMIT, MAX_LIMIT = 1, 100
@@ -115,6 +116,7 @@ def _product_fields(to_contract: str) -> list[FieldSpec]:
 
 
 def _entity(name, label, label_en, model_label, key, customer_path, fields, **kw) -> EntitySpec:
+    options: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
     return EntitySpec(
         name=name,
         label=label,
@@ -123,7 +125,7 @@ def _entity(name, label, label_en, model_label, key, customer_path, fields, **kw
         key=key,
         customer_path=customer_path,
         fields={spec.name: spec for spec in fields},
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()},
+        **options,
     )
 
 

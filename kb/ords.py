@@ -283,7 +283,7 @@ def _columns(declared: object, items: list[dict]) -> list[tuple[str, str]]:
                 name, label = column, column
             elif isinstance(column, dict) and isinstance(column.get("name"), str):
                 name = column["name"]
-                label = column.get("label") if isinstance(column.get("label"), str) else name
+                label = column["label"] if isinstance(column.get("label"), str) else name
             else:
                 raise _bad_reply(_("columns 항목이 올바르지 않습니다"))
             columns.setdefault(_column_name(name), label[:MAX_NAME] or name)

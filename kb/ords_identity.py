@@ -91,11 +91,13 @@ def _assertion(asker: Asker, identity: OrdsIdentity) -> str:
 
 def _cache_key(asker: Asker, identity: OrdsIdentity) -> tuple:
     # The exchanged token speaks for this user and this agent, to this ORDS, from this STS.
+    assert identity.exchange is not None  # asked only of an identity that exchanges
     return (asker, identity.audience, identity.resource, identity.exchange.url)
 
 
 def _exchange(assertion: str, identity: OrdsIdentity) -> tuple[str, float | None]:
     exchange = identity.exchange
+    assert exchange is not None  # called only for an identity that exchanges
     credential = f"{quote(exchange.client_id, safe='')}:{quote(exchange.client_secret, safe='')}"
     form = {
         "grant_type": EXCHANGE_GRANT,
@@ -144,7 +146,7 @@ def _exchange(assertion: str, identity: OrdsIdentity) -> tuple[str, float | None
 class _ExchangedTokens:
     """Exchanged tokens in this process's memory only, each until shortly before it expires."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[tuple, tuple[str, float]] = {}
 

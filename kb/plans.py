@@ -15,6 +15,7 @@ from typing import Any
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from core import tracing
 from kb import catalogue
 from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
 from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
@@ -76,7 +77,7 @@ class PlanError(KbError, ValueError):
 
 _TEXT_OPS = frozenset({"contains", "startswith", "endswith"})
 MONTH_DAY_OPS = frozenset({"month_day_between", "month_day_in"})
-_OPS_BY_KIND = {
+_OPS_BY_KIND: dict[Kind, frozenset[str]] = {
     Kind.STR: frozenset(OPS) - MONTH_DAY_OPS,
     Kind.DATE: frozenset(OPS) - _TEXT_OPS,
     **{
@@ -223,6 +224,7 @@ def clamp_limit(value: object) -> int:
     return catalogue.clamp_limit(value, default=DEFAULT_LIMIT)
 
 
+@tracing.traced("kb.plan_parse")
 def plan_parse(raw: object) -> Plan:
     """Validate the parser's plan dict; raise PlanError naming the first problem."""
     if not isinstance(raw, dict):
@@ -388,7 +390,7 @@ def _related(spec: EntitySpec, value: object) -> tuple[Related, ...]:
     for item in _list(value, "related", MAX_RELATED):
         item = _dict(item, ("entity", "filters", "exists"), "related")
         name = item.get("entity")
-        if (spec.name, name) not in RELATED_PATHS:
+        if (spec.name, name) not in RELATED_PATHS or not isinstance(name, str):
             raise PlanError(
                 _("%(entity)s 행에는 %(related)s 행을 연결할 수 없습니다.")
                 % {"entity": spec.name, "related": _show(name)},
@@ -449,7 +451,7 @@ def _month_days(field: FieldSpec, op: str, raw: object) -> tuple[str, ...]:
         or (op == "month_day_between" and len(values) != 2)
         or not all(isinstance(v, str) and _MONTH_DAY.match(v) for v in values)
     )
-    if wrong:
+    if values is None or wrong:
         raise PlanError(
             _('%(op)s 조건의 값은 "MM-DD" 목록이어야 합니다: %(field)s')
             % {"op": op, "field": field.name}
@@ -509,7 +511,7 @@ def _scalar(field: FieldSpec, raw: object):
 
 def _order_by(spec, value, group_by, aggregates, grouped) -> tuple[OrderBy, ...]:
     aliases = {agg.alias for agg in aggregates}
-    result = []
+    result: list[OrderBy] = []
     for item in _list(value, "order_by", MAX_ORDER_BY):
         item = _dict(item, ("field", "direction"), "order_by")
         key = item.get("field")
@@ -528,6 +530,7 @@ def _order_by(spec, value, group_by, aggregates, grouped) -> tuple[OrderBy, ...]
                 )
         else:
             _field(spec, key, "order_by")
+        assert isinstance(key, str)  # both branches above refuse anything else
         if any(o.key == key for o in result):
             continue
         result.append(OrderBy(key=key, descending=direction.lower() == "desc"))

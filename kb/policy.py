@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Q
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
+from core import tracing
 from kb.catalogue import ENTITIES, EntitySpec
 from kb.errors import KbError
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
@@ -194,6 +195,9 @@ class ConditionRefused(PlanError):
     wrote the plan: the reader, a model, or an operator's literal plan.
     """
 
+    field: str | None  # None on a QuestionRefused, which names words rather than a column
+    use: str | None
+
     def __init__(self, *, role: str, entity: str, field: str, use: str):
         spec = ENTITIES[entity].fields[field]
         message = gettext(
@@ -253,6 +257,7 @@ class PolicedPlan:
     notes: tuple[str, ...] = ()  # what fitting the plan to the role changed, for the asker
 
 
+@tracing.traced("kb.police")
 def police(
     plan: Plan,
     asker: StakeholderSnapshot | None,

@@ -6,6 +6,8 @@ Customer, contract and payment rows are read only through kb.vpd, which applies 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -27,7 +29,13 @@ def stakeholder_get(stakeholder_id: str) -> Stakeholder | None:
     return Stakeholder.objects.filter(pk=stakeholder_id).first()
 
 
-def vocabulary_rows() -> dict[str, list[dict]]:
+class VocabularyRows(TypedDict):
+    products: Sequence[Mapping[str, object]]
+    branches: Sequence[Mapping[str, object]]
+    stakeholders: Sequence[Mapping[str, object]]
+
+
+def vocabulary_rows() -> VocabularyRows:
     """Products, branches and stakeholders as rows shaped like the kb_demo CSV headers.
 
     `kb.selectai.vocabulary.vocabulary_from_rows(**vocabulary_rows())` builds the parser's

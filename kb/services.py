@@ -160,7 +160,7 @@ def _sync_table(table: _Table, rows: list[dict], *, using: str, report: LoadRepo
     attrs = [attr for attr, _convert in table.columns.values()]
     existing = {
         values[0]: values
-        for values in model.objects.using(using).order_by().values_list(pk, *attrs)
+        for values in model._default_manager.using(using).order_by().values_list(pk, *attrs)
     }
     new, changed = [], []
     for row in rows:
@@ -169,11 +169,12 @@ def _sync_table(table: _Table, rows: list[dict], *, using: str, report: LoadRepo
             new.append(model(**row))
         elif current[1:] != tuple(row[attr] for attr in attrs):
             changed.append(model(**row))
-    model.objects.using(using).bulk_create(new, batch_size=1000)
+    model._default_manager.using(using).bulk_create(new, batch_size=1000)
     if changed:
         fields = [attr for attr in attrs if attr != pk]
-        model.objects.using(using).bulk_update(changed, fields, batch_size=500)
+        model._default_manager.using(using).bulk_update(changed, fields, batch_size=500)
     name = model._meta.model_name
+    assert name is not None  # every concrete model has one
     report.created[name] = len(new)
     report.updated[name] = len(changed)
     report.unchanged[name] = len(rows) - len(new) - len(changed)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -141,9 +141,10 @@ def _row_filter(stakeholder, customer_path: str) -> tuple[tuple, tuple]:
     q = visible_customers_q(stakeholder, customer_path=customer_path)
     if q.negated or (q.connector != "AND" and len(q.children) > 1):
         raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
-    if not all(isinstance(child, tuple) for child in q.children):
+    equalities = [child for child in q.children if isinstance(child, tuple)]
+    if len(equalities) != len(q.children):
         raise ImproperlyConfigured("kb.vpd reads the row policy as ANDed equalities only")
-    return tuple(path for path, _ in q.children), tuple(value for _, value in q.children)
+    return tuple(path for path, _ in equalities), tuple(value for _, value in equalities)
 
 
 def _fetch(connection, sql: str, params: list) -> list[tuple]:
@@ -172,7 +173,12 @@ class _Shape(NamedTuple):
 
 
 def _shape(
-    plan: Plan, masks: dict, columns: list, scope_paths: tuple, using: str, related_masks=()
+    plan: Plan,
+    masks: dict,
+    columns: Sequence[tuple[str, str]],
+    scope_paths: tuple,
+    using: str,
+    related_masks=(),
 ) -> _Shape:
     return _Shape(
         using=using,
@@ -491,8 +497,10 @@ class _Compiler:
         if op in _PATTERNS:
             lookup, pattern = _PATTERNS[op]
             ops = connection.ops
+            assert model_field is not None  # text patterns are on columns, never a computed age
             cast = ops.lookup_cast(lookup, model_field.get_internal_type())
-            rhs = connection.operators[lookup]
+            # Every backend's wrapper defines operators; BaseDatabaseWrapper's stub does not.
+            rhs = connection.operators[lookup]  # type: ignore[attr-defined]
 
             def like(r):
                 text = r.connection.ops.prep_for_like_query(self.filters_of(r.plan)[index].value)

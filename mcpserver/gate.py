@@ -82,7 +82,7 @@ class McpGate:
         self.rate_limits = rate_limits
         self.auditor = auditor
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope, receive, send) -> None:
         headers = request_headers(scope)
         # Whatever the client sends beside its bearer is kept only in a safe shape: never the
         # bearer itself, nor anything else shaped like a secret.
@@ -240,13 +240,15 @@ class McpGate:
 
     async def _delegation_within_rate(self, request: "_Request") -> "Refusal | None":
         # The bearer is known: its delegation's limit comes before anything else is read.
-        retry_after = await self.rate_limits.delegation_retry_after(request.principal.delegation_id)
+        retry_after = await self.rate_limits.delegation_retry_after(
+            request.authenticated.delegation_id
+        )
         return (
             _rate_limited(retry_after, Reason.RATE_LIMITED, request.cors) if retry_after else None
         )
 
     async def _stakeholder_permitted(self, request: "_Request") -> "Refusal | None":
-        if request.principal.permitted:
+        if request.authenticated.permitted:
             return None
         return _forbidden(request, Reason.STAKEHOLDER_NOT_PERMITTED)
 
@@ -287,20 +289,20 @@ class McpGate:
             )
         request.message = message
         record = request.record
-        method = message.get("method") if isinstance(message.get("method"), str) else ""
+        method: str = message["method"] if isinstance(message.get("method"), str) else ""
         record.action = ACTIONS.get(method, AuditEvent.Action.MCP_REQUEST)
         record.rpc_method = method if method in ACTIONS else ""
         return None
 
     async def _tool_delegated(self, request: "_Request") -> "Refusal | None":
-        message, record = request.message, request.record
+        message, record = request.parsed, request.record
         if message.get("method") != "tools/call":
             return None
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params: dict = message["params"] if isinstance(message.get("params"), dict) else {}
         tool = params.get("name")
         known = request.known
         record.tool = redact_secrets(tool, known=known)[:128] if isinstance(tool, str) else ""
-        if record.tool not in request.principal.tools:
+        if record.tool not in request.authenticated.tools:
             return _forbidden(request, Reason.TOOL_NOT_DELEGATED, needed=record.tool)
         arguments = params.get("arguments")
         if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
@@ -360,12 +362,23 @@ class _Request:
     receive: object
     headers: dict[str, str]
     record: RequestRecord
-    known: object
+    known: tuple[str, ...]
     cors: list = field(default_factory=list)
     self_url: str = ""
     principal: Principal | None = None
     body: bytes = b""
     message: dict | None = None
+
+    # The checks run in order: those after authentication (or parsing) read what it set.
+    @property
+    def authenticated(self) -> Principal:
+        assert self.principal is not None, "read before the bearer was authenticated"
+        return self.principal
+
+    @property
+    def parsed(self) -> dict:
+        assert self.message is not None, "read before the body was parsed"
+        return self.message
 
 
 async def _apply(send, record: RequestRecord, refusal: Refusal) -> None:
@@ -506,7 +519,7 @@ def parse_message(body: bytes) -> tuple[dict | None, str]:
         return None, "Parse error"
     if not isinstance(message, dict):
         return None, "Batches and non-object messages are not supported"
-    stack = [(message, 1)]
+    stack: list[tuple[dict | list, int]] = [(message, 1)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:

@@ -2,10 +2,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect
-from django.template.defaultfilters import timesince
 from django.templatetags.static import static
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
 
 from registry.declarations import (

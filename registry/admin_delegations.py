@@ -164,7 +164,7 @@ class TokenDelegationAdmin(admin.ModelAdmin):
         delegation = get_object_or_404(TokenDelegation, pk=pk, created_by=request.user)
         response = TemplateResponse(request, "admin/registry/tokendelegation/issued.html", {})
         token = token_take_over(request=request, response=response, delegation=delegation)
-        context = {
+        context: dict[str, object] = {
             "delegation": delegation,
             "token": token,
             "title": _("토큰 발급됨") if token else _("토큰은 이미 표시되었습니다"),

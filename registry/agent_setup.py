@@ -9,6 +9,7 @@ import shlex
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 SERVER_NAME = "hyperbook-kb"
@@ -29,7 +30,7 @@ VSCODE_INPUT_ID = "hyperbook-token"
 class AgentSetup:
     key: str
     title: str
-    where: str
+    where: str | Promise  # a lazily translated sentence
     text: str
     # The same set-up with the token written into the file, offered only behind a warning.
     embedded: str = ""

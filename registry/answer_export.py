@@ -31,7 +31,7 @@ def console_answer_download(*, turn: ConsoleTurn, user) -> str:
     audit_record(
         action=AuditEvent.Action.CONSOLE_ANSWER_DOWNLOADED,
         outcome=AuditEvent.Outcome.ALLOWED,
-        actor=user.get_username()[:150],
+        actor=user.get_username(),
         target=f"console_turn:{turn.pk}",
         stakeholder_id=turn.stakeholder_id,
         row_count=len((turn.rendered or {}).get("rows") or []),

@@ -187,6 +187,7 @@ def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleT
     """Keep the turn (what the admin saw) and its audit event, both from the same result or
     error, in one transaction."""
     result, error = exchange.result, exchange.error
+    http_status: int | None
     status, http_status, message, rendered = "ok", 200, "", {}
     if error is not None:
         public = to_public_mcp_error(error)
@@ -240,7 +241,7 @@ def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
     audit_record(
         action=AuditEvent.Action.CONSOLE_TURN_VIEWED,
         outcome=AuditEvent.Outcome.ALLOWED,
-        actor=viewer.get_username()[:150],
+        actor=viewer.get_username(),
         target=f"console_turn:{turn.pk}",
         detail=f"owner:{turn.user_id}",
     )

@@ -73,6 +73,7 @@ def mcp_exchange_run(
     Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
     back as the exchange's error for `to_public_mcp_error` to put in Korean."""
     started = time.perf_counter()
+    result: Discovery | CallResult
     try:
         if kind == ConsoleTurn.Kind.DISCOVER:
             result = kb_tools_discover(
@@ -96,7 +97,7 @@ def _since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-_EXCHANGE_ACTIONS = {
+_EXCHANGE_ACTIONS: dict[str, AuditEvent.Action] = {
     ConsoleTurn.Kind.DISCOVER: AuditEvent.Action.CONSOLE_DISCOVER,
     ConsoleTurn.Kind.CALL: AuditEvent.Action.CONSOLE_CALL,
 }
@@ -142,11 +143,11 @@ def mcp_exchange_audit(
     kind = exchange.kind if exchange is not None else kind
     values: dict = {
         "action": _EXCHANGE_ACTIONS[kind],
-        "target": server_id[:128],
-        "tool": (tool or "")[:128],
-        "stakeholder_id": stakeholder_id[:16],
-        "stakeholder_role": stakeholder_role[:32],
-        "actor": actor[:150],
+        "target": server_id,
+        "tool": tool or "",
+        "stakeholder_id": stakeholder_id,
+        "stakeholder_role": stakeholder_role,
+        "actor": actor,
         "latency_ms": exchange.latency_ms if exchange is not None else None,
     }
     if token:
@@ -164,7 +165,7 @@ def mcp_exchange_audit(
     error = exchange.error if exchange is not None else None
     if refusal is not None:
         values["outcome"] = refusal.outcome
-        values["detail"] = refusal.code[:128]
+        values["detail"] = refusal.code
     elif error is not None:
         public = to_public_mcp_error(error)
         values["outcome"] = failure_outcome(error)
@@ -174,23 +175,23 @@ def mcp_exchange_audit(
             public.code if public.code != "error" else f"error:{type(error).__name__}"
         )
         if isinstance(error, McpClientError):
-            values["request_id"] = error.request_id[:64]
-            values["rpc_method"] = error.rpc_method[:64]
+            values["request_id"] = error.request_id
+            values["rpc_method"] = error.rpc_method
     elif isinstance(result, CallResult):
         values["outcome"] = (
             AuditEvent.Outcome.TOOL_ERROR if result.is_error else AuditEvent.Outcome.ALLOWED
         )
         values["http_status"] = result.http_status
-        values["request_id"] = result.request_id[:64]
+        values["request_id"] = result.request_id
         values["rpc_method"] = "tools/call"
         values["row_count"] = result.row_count
-        values["tool"] = result.tool[:128]
+        values["tool"] = result.tool
     elif isinstance(result, Discovery):
         values["outcome"] = AuditEvent.Outcome.ALLOWED
         values["http_status"] = 200
-        values["request_id"] = result.request_id[:64]
+        values["request_id"] = result.request_id
         values["rpc_method"] = "tools/list"
-        values["tool"] = result.tool[:128]
+        values["tool"] = result.tool
         values["detail"] = f"pin:{result.pin_state}"
     else:
         values["outcome"] = AuditEvent.Outcome.ERROR

@@ -207,6 +207,7 @@ def _validate_legacy_server(mapping: Mapping) -> McpServerDeclaration:
         errors.append(FieldError("token_env", "required with auth_delivery service_token_env"))
     if errors:
         raise DeclarationError(server_id, errors)
+    assert isinstance(provider, str) and isinstance(endpoint_url, str)  # checked above
     if auth_delivery is None:
         common["auth_delivery"] = "service_token_env" if token_env else "none"
     return McpServerDeclaration(

@@ -81,7 +81,11 @@ def tool_pins_check(
     audit events commit together.
     """
     if server is None:
-        return {d.get("name"): PinCheck(UNREGISTERED) for d in definitions}
+        return {
+            d["name"]: PinCheck(UNREGISTERED)
+            for d in definitions
+            if isinstance(d.get("name"), str)  # as below: a nameless definition is not a tool
+        }
     if len(definitions) > MAX_TOOLS_PER_SERVER:
         raise TooManyTools(_("MCP 서버가 도구를 너무 많이 제공합니다."))
     checks: dict[str, PinCheck] = {}

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .romanise import romanise
 from .vocabulary import Vocabulary
@@ -23,6 +24,11 @@ _SKIP_TAG_PREFIXES = ("SF", "SP", "SS", "SE", "SO", "SW", "SB", "J", "W_EMOJI", 
 log = logging.getLogger(__name__)
 
 MAX_SPAN = 6  # longest phrase, in tokens, worth trying at one position
+
+# What a phrase means: (kind, value). The kind decides the value's type (a column's name, True for
+# a bare marker, None for a kind with no value, a (kind, code) pair for an id), so the value is
+# typed loosely and read as its kind says.
+Payload = tuple[str, Any]
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ def analyse(text: str) -> list[Token]:
 # negate, text_op,
 # pay_status, contract_status, expire, future, recent, time, asof, new, order, agg, how_much,
 # extreme, rank, sort, most, group, dim, column, cmp, gender, mine, all, bypass.
-PHRASES: list[tuple[tuple[tuple[str, object], ...], tuple[str, ...]]] = [
+PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
     # --- what the question is about -----------------------------------------------------------
     ((("noun", "customer"),), ("고객", "고객님", "손님", "가입자", "계약자", "피보험자", "회원",
                                "사람", "사람들", "분들", "people", "persons", "person",
@@ -451,7 +457,7 @@ NOT_NAMES = frozenset(
 
 @dataclass(frozen=True)
 class Match:
-    payloads: tuple[tuple[str, object], ...]
+    payloads: tuple[Payload, ...]
     first: int  # token index range [first, last]
     last: int
     text: str  # surface text, for the interpretation
@@ -460,9 +466,9 @@ class Match:
 class Lexicon:
     """Phrase table for one vocabulary: joined keys -> payloads, plus tag-guarded single forms."""
 
-    def __init__(self, entries: Sequence[tuple[tuple[tuple[str, object], ...], str]]):
-        self._by_key: dict[str, tuple[tuple[str, object], ...]] = {}
-        self._by_form_tag: dict[str, list[tuple[str, tuple[tuple[str, object], ...]]]] = {}
+    def __init__(self, entries: Sequence[tuple[tuple[Payload, ...], str]]):
+        self._by_key: dict[str, tuple[Payload, ...]] = {}
+        self._by_form_tag: dict[str, list[tuple[str, tuple[Payload, ...]]]] = {}
         for payloads, phrase in entries:
             if "/" in phrase and phrase.rsplit("/", 1)[1].isupper():
                 form, tag = phrase.rsplit("/", 1)
@@ -636,8 +642,8 @@ def _product_aliases(vocabulary: Vocabulary) -> dict[str, str]:
     return resolved
 
 
-def vocabulary_entries(vocabulary: Vocabulary) -> list[tuple[tuple[tuple[str, object], ...], str]]:
-    entries: list[tuple[tuple[tuple[str, object], ...], str]] = []
+def vocabulary_entries(vocabulary: Vocabulary) -> list[tuple[tuple[Payload, ...], str]]:
+    entries: list[tuple[tuple[Payload, ...], str]] = []
     for category in vocabulary.categories:
         for phrase in (category, f"{category}보험", f"{category} 보험", f"{category}상품"):
             entries.append(((("category", category),), phrase))

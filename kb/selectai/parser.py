@@ -188,7 +188,7 @@ def _help_result(message: str, scope: str) -> ParseResult:
 
 def _clamp_limit(limit: object) -> int:
     try:
-        value = int(limit)  # type: ignore[arg-type]
+        value = int(limit)  # type: ignore[call-overload]  # any JSON value: int() refuses the rest
     except (TypeError, ValueError, OverflowError):
         value = TOOL_DEFAULT_LIMIT
     return clamp_limit(value)
@@ -249,17 +249,17 @@ def compose(q: Question, scope: str) -> ParseResult:
     add(about)
     add(scope_stage(q, WIDENING_NOTE.format(scope=scope)))
     add(birth_stage(q, entity))
-    add(personal_text_stage(q, entity, used))
+    add(personal_text_stage(q, entity, frozenset(used)))
     # Whether 만기 means an end date ahead is read from the period before it is used up.
     before_period = frozenset(used)
     period = period_stage(q, entity, before_period)
     add(period.fragment)
-    add(identity_stage(q, entity, used))
+    add(identity_stage(q, entity, frozenset(used)))
     add(values_stage(q, entity))
     add(other_stage(q, entity))
     add(status_stage(q, entity, before_period))
-    add(age_stage(q, entity, used))
-    add(amount_stage(q, entity, used))
+    add(age_stage(q, entity, frozenset(used)))
+    add(amount_stage(q, entity, frozenset(used)))
     filters = [x for fragment in fragments for x in fragment.filters]
     shape = shape_stage(q, entity, filters, period.applied, before_period)
     fragments.append(shape.fragment)

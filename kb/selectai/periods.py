@@ -201,8 +201,10 @@ class PeriodResolver:
                 f"{year}년 {name}",
             )
         if len(years) >= 2:  # "2020년부터 2022년까지", "between 2019 and 2021"
-            first, last = min(y.value for y in years), max(y.value for y in years)
-            return months_period(dt.date(first, 1, 1), dt.date(last, 12, 1), f"{first}~{last}년")
+            first_year, last_year = min(y.value for y in years), max(y.value for y in years)
+            return months_period(
+                dt.date(first_year, 1, 1), dt.date(last_year, 12, 1), f"{first_year}~{last_year}년"
+            )
         if years:
             return year_period(years[0], as_of)
         return None

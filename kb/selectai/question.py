@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .lexicon import Match, Token
@@ -135,8 +136,8 @@ class Question:
     # -- readings ----------------------------------------------------------------------------
 
     @reading
-    def agg_fns(self) -> list[str]:
-        aggs = self.f.values("agg")
+    def agg_fns(self) -> Sequence[str]:
+        aggs: Sequence[str] = self.f.values("agg")
         if self.f.has("how_much") and not aggs and not self.f.has("extreme"):
             aggs = ["sum"]
         return aggs
@@ -220,6 +221,7 @@ class Question:
             by_count = True
         if direction is None:
             return None
+        assert anchor is not None  # every branch that sets a direction sets its anchor
         consumed = set().union(*(span(m) for _, m in ranks + sorts + extremes))
         consumed |= {i for _, m in f.kinds("most") for i in span(m)}
         n = None

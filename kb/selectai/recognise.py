@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from .dates import Period, month_period
 from .lexicon import NOT_NAMES, Match, Token, analyse, lexicon_for
@@ -99,7 +100,7 @@ class Features:
     def _index(self) -> dict:
         # The reader asks dozens of times per prompt; matches are final once recognised, so
         # they are indexed by kind on the first question.
-        by_kind: dict[str, list[tuple[object, Match]]] = {}
+        by_kind: dict[str, list[tuple[Any, Match]]] = {}
         for m in self.matches:
             for k, value in m.payloads:
                 by_kind.setdefault(k, []).append((value, m))
@@ -107,11 +108,11 @@ class Features:
         self._pairs = frozenset((k, v) for m in self.matches for k, v in m.payloads)
         return by_kind
 
-    def kinds(self, kind: str) -> list[tuple[object, Match]]:
+    def kinds(self, kind: str) -> list[tuple[Any, Match]]:
         """(value, match) of every match of `kind`; the caller must not change the list."""
         return (self._by_kind or self._index()).get(kind, _NONE)
 
-    def values(self, kind: str) -> tuple:
+    def values(self, kind: str) -> tuple[Any, ...]:
         values = self._values.get(kind)
         if values is None:
             values = self._values[kind] = tuple(dict.fromkeys(v for v, _ in self.kinds(kind)))
@@ -173,11 +174,11 @@ def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]
     for number in features.numbers:
         blocked.update(range(number.first, number.last + 1))
     features.matches = id_matches + lexicon.match(tokens, text, blocked)
-    for m in features.matches:
-        blocked.update(range(m.first, m.last + 1))
+    for match in features.matches:
+        blocked.update(range(match.first, match.last + 1))
     typos = lexicon.typo_matches(tokens, text, blocked)
-    for m in typos:
-        blocked.update(range(m.first, m.last + 1))
+    for match in typos:
+        blocked.update(range(match.first, match.last + 1))
     features.matches = sorted(features.matches + typos, key=lambda m: m.first)
     features.corrected = [(text[tokens[m.first].start : tokens[m.last].end], m.text) for m in typos]
     features.name_tokens = _customer_names(tokens, text, features, blocked, lexicon.keys)

@@ -20,7 +20,7 @@ _FINAL_N, _FINAL_L, _FINAL_M, _FINAL_NG = 4, 8, 16, 21
 
 def romanise(text: str) -> str:
     """'종로' -> 'jongno', '해운대' -> 'haeundae'; other characters are kept, lowercased."""
-    syllables = []
+    syllables: list[list[int] | str] = []  # (initial, medial, final) jamo indexes, or the character
     for ch in text:
         code = ord(ch) - 0xAC00
         if 0 <= code < 11172:

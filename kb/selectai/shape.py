@@ -3,6 +3,7 @@ order and how many, and the words of the question that say so."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
@@ -280,7 +281,7 @@ def _shape_rank(q: Question, entity: str, rank, grouped: list[str], fragment: Fr
         if d == dim or d in extra_dims:
             fragment.consumed |= span(m) | _group_marks(q, m)
     group_dims = ([dim] if dim else []) + extra_dims
-    if counted == "count":
+    if counted == "count" or measure is None:  # no measure is always counted (above)
         agg = {"fn": "count", "field": None, "as": "count"}
     else:
         fn = "avg" if "avg" in aggs else "sum"
@@ -342,7 +343,7 @@ def _shape_rows(
 ) -> Shape:
     f = q.f
     fields = _requested_columns(q, entity, fragment)
-    order = f.values("order")
+    order: Sequence[str] = f.values("order")
     if not order and f.has("recent") and applied_period is None:
         order = ["desc_date"]  # "최근 가입한 고객": newest first
         fragment.consumed |= {i for _, m in f.kinds("recent") for i in span(m)}

@@ -183,6 +183,7 @@ def birth_stage(q: Question, entity: str) -> Fragment:
             if day is None:
                 last_day = dates.month_end(first_day)
             label = first_day.isoformat() if day else dates.month_key(first_day)
+        flt: tuple[str, str | list[str]]  # (op, ISO date or [first, last])
         if modifier == "from":
             flt, label = ("gte", first_day.isoformat()), f"출생 {label} 이후"
         elif modifier == "after":
@@ -195,7 +196,8 @@ def birth_stage(q: Question, entity: str) -> Fragment:
             flt = ("between", [first_day.isoformat(), last_day.isoformat()])
             label = f"출생 {label}"
         taken |= tokens
-        fragment.add_filter(entity, "birth_date", *flt, label, tokens)
+        op, value = flt
+        fragment.add_filter(entity, "birth_date", op, value, label, tokens)
     join_ranges(q, fragment, "birth_date")
     birthday = [m for v, m in f.kinds("column") if v == "birth_date"] or (
         [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
@@ -260,6 +262,7 @@ def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozen
     for value, m in times:
         words |= span(m)
         period = q.periods(taken).relative(value)
+        assert period is not None  # every birthday time word names a period
         current = period.start
         while current <= period.end:
             days.add(current.replace(year=_LEAP_YEAR))
@@ -367,7 +370,7 @@ def join_ranges(q: Question, fragment: Fragment, fld: str) -> None:
     if len(conditions) != 2 or not _RANGE_WORDS.search(q.text):
         return
     fragment.consumed.update(i for i, t in enumerate(q.tokens) if t.form in _RANGE_FORMS)
-    bounds = []
+    bounds: list[str] = []  # ISO dates
     for x in conditions:
         value = x["value"]
         bounds += value if x["op"] == "between" else [value]
@@ -492,7 +495,7 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
         # "만기 예정 계약" with no period: the next three calendar months.
         start = add_months(month_start(q.as_of), 1)
         period = months_period(start, add_months(start, 2), "향후 3개월")
-    if expire_mode == "expiring" and period.start < q.as_of < period.end:
+    if expire_mode == "expiring" and period is not None and period.start < q.as_of < period.end:
         # "올해 만기 예정": what is still ahead, from the as-of date.
         period = Period(q.as_of, period.end, period.label, whole_months=False)
     if period is None:
@@ -657,7 +660,10 @@ def values_stage(q: Question, entity: str) -> Fragment:
 def _region_filter(q: Question, fragment: Fragment, entity: str, branches: list[str]) -> None:
     """ "서울 지역", "in Busan": the branches in that city ("서울 말고": the others)."""
     vocab = q.vocabulary
-    kept, excluded, words, negation_words = [], [], set(), set()
+    kept: list[str] = []
+    excluded: list[str] = []
+    words: set[int] = set()
+    negation_words: set[int] = set()
     for region, m in q.f.kinds("region"):
         if region not in vocab.regions:
             continue

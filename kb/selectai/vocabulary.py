@@ -36,6 +36,9 @@ class Vocabulary:
     grades: tuple[str, ...] = DEFAULT_GRADES
     contract_statuses: tuple[str, ...] = DEFAULT_CONTRACT_STATUSES
     payment_statuses: tuple[str, ...] = DEFAULT_PAYMENT_STATUSES
+    # Derived in __post_init__ from the fields above.
+    _categories: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _cache_key: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # object.__setattr__ because the dataclass is frozen; copying detaches us from the caller.

@@ -6,6 +6,8 @@ wording can change (or be translated) without touching how questions are read.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
 
 from .vocabulary import Vocabulary
@@ -47,7 +49,7 @@ WIDENING_NOTE = "'전체/모든/정책 무시' 같은 표현은 조회 범위를
 
 def filter_text(plan: dict, family: str, vocab: Vocabulary) -> str:
     """The plan's conditions in words ("VIP 등급 강남지점 제외")."""
-    parts = []
+    parts: list[str] = []
     for flt in plan["filters"]:
         before = len(parts)
         _describe_filter(flt, family, parts, vocab)
@@ -161,7 +163,7 @@ def agg_label(agg: dict) -> str:
 
 # A refusal, in the question's language: what could not be used, what was understood, what the
 # KB holds (for data it has not got) and questions it would answer instead.
-REFUSAL_TEXT = {
+REFUSAL_TEXT: dict[str, dict[str, Any]] = {
     "ko": {
         "unread_words": "질문의 일부를 반영할 수 없어 답하지 않았습니다. 쓸 수 없었던 말: {words}.",
         "out_of_data": "KB에는 {words}에 해당하는 데이터가 없습니다.",

@@ -30,6 +30,7 @@ from registry.mcp.contract import (
 from registry.mcp.errors import (
     BearerNotForThisServer,
     EndpointUnavailable,
+    ErrorContext,
     MalformedBearer,
     MalformedResponse,
     MissingToken,
@@ -194,12 +195,14 @@ def kb_tools_discover(
         tools = session.list_tools()
         session_issued = session.session_id is not None
         request_id = session.last_request_id
+        protocol_version = session.protocol_version
+        assert protocol_version is not None  # initialize() set it or raised
     definition = _checked_definition(tools, tool_name, request_id)
     pin = _pin_check(declaration, tools, tool_name, trust_first_use, actor, request_id)
     return Discovery(
         server_id=declaration.id,
         endpoint=url,
-        protocol_version=session.protocol_version,
+        protocol_version=protocol_version,
         session_issued=session_issued,
         server_info=session.server_info,
         tool_names=tuple(t.get("name", "") for t in tools if isinstance(t.get("name"), str)),
@@ -315,7 +318,7 @@ def _pin_check(server, tools, tool_name, trust_first_use, actor, request_id):
 
 def _checked_definition(tools: list[dict], tool_name: str, request_id: str) -> dict:
     matches = [t for t in tools if t.get("name") == tool_name]
-    context = {"rpc_method": "tools/list", "request_id": request_id}
+    context: ErrorContext = {"rpc_method": "tools/list", "request_id": request_id}
     if not matches:
         raise ToolNotOffered("the allowed tool is not listed", **context)
     if len(matches) > 1:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 import httpx
 from django.utils.functional import Promise
@@ -40,6 +41,13 @@ class McpClientError(Exception):
         self.http_status = http_status
         self.request_id = request_id
         self.rpc_method = rpc_method
+
+
+class ErrorContext(TypedDict, total=False):
+    """Where an error happened, as McpClientError takes it (`**context`)."""
+
+    rpc_method: str
+    request_id: str
 
 
 class MissingToken(McpClientError):

@@ -24,6 +24,7 @@ from core.outbound import ByteBudget, ResponseTooLarge, outbound_async_client
 from core.redaction import TooDeeplyNested, looks_like_secret, redact_secrets
 from registry.mcp.errors import (
     ConnectionFailed,
+    ErrorContext,
     Forbidden,
     HttpStatusError,
     JsonRpcError,
@@ -172,7 +173,10 @@ class McpHttpSession:
         cursor = None
         for _ in range(MAX_TOOL_PAGES):
             result = self.request("tools/list", {"cursor": cursor} if cursor else None)
-            context = {"rpc_method": "tools/list", "request_id": self.last_request_id}
+            context: ErrorContext = {
+                "rpc_method": "tools/list",
+                "request_id": self.last_request_id,
+            }
             try:
                 parsed = mcp_types.ListToolsResult.model_validate(result)
             except ValidationError:
@@ -196,13 +200,15 @@ class McpHttpSession:
         if not initializing and self.protocol_version is None:
             raise McpClientError("initialize first", rpc_method=method)
         self._next_id += 1
-        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        message: dict[str, object] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
         if params is not None:
             message["params"] = params
-        return self._post(message, expect_answer=True)
+        answer = self._post(message, expect_answer=True)
+        assert answer is not None  # a request is answered or raises
+        return answer
 
     def notify(self, method: str, params: dict | None = None) -> None:
-        message = {"jsonrpc": "2.0", "method": method}
+        message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         self._post(message, expect_answer=False)
@@ -423,7 +429,8 @@ async def _sse_events(response: httpx.Response, budget: ByteBudget, context: dic
     Lines are cut from raw chunks here rather than by httpx, so the byte budget holds inside a
     line that never ends. Not the SDK's SSE (httpx2.EventSource): it reads httpx2 responses as
     decoded text and bounds each event, not the request's bytes across events and comments."""
-    event, data_lines = _SseEvent(), []
+    event = _SseEvent()
+    data_lines: list[str] = []
     pending = b""
 
     def take(line: str):

@@ -29,3 +29,15 @@ def test_client_text_is_stored_as_sent_or_as_its_escape(sent, stored):
     saved = AuditEvent.objects.get(pk=event.pk)
     assert (saved.rpc_method, saved.user_agent, saved.origin) == (stored, stored, stored)
     assert verify_chain().ok
+
+
+def test_a_client_s_long_user_agent_and_origin_are_kept_to_their_columns():
+    record = RequestRecord(
+        request_id="long-text", started=0.0, status=403, outcome=AuditEvent.Outcome.REFUSED_ORIGIN,
+        user_agent="Agent/" + "a" * 5000, origin="https://" + "o" * 5000 + ".example",
+    )  # fmt: skip
+    (event,) = audit_events_append(events=[event_values(record)])
+    saved = AuditEvent.objects.get(pk=event.pk)
+    assert saved.user_agent == ("Agent/" + "a" * 5000)[:256]
+    assert saved.origin == ("https://" + "o" * 5000)[:256]
+    assert verify_chain().ok

@@ -198,6 +198,48 @@ def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(wo
         assert secret not in exported
 
 
+# One tools/call, stage by stage, in the order its spans start.
+ONE_WAY_THROUGH = [
+    "mcp.gate",
+    "kb.tool",
+    "kb.answer",
+    "kb.read_question",
+    "kb.plan_parse",
+    "kb.police",
+    "kb.execute_plan",
+    "kb.answer_build",
+]
+
+
+def test_a_tool_call_goes_through_each_stage_once_in_order(world, tmp_path):
+    _Collector.received = []
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    try:
+        with live_server(tmp_path / "server.log", env) as url:
+            server = Server(url=url, log=tmp_path / "server.log")
+            response = server.post(call(PLANNER_PROMPT, 5), world.tokens["KB-P-001"])
+            assert response.status_code == 200, response.text[:500]
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if set(ONE_WAY_THROUGH) <= {s.name for s in spans_of(_Collector.received)}:
+                    break
+                time.sleep(0.2)
+    finally:
+        collector.shutdown()
+    spans = spans_of(_Collector.received)
+    (gate,) = [s for s in spans if s.name == "mcp.gate"]
+    in_its_trace = sorted(
+        (s for s in spans if s.trace_id == gate.trace_id and s.name != "audit.append"),
+        key=lambda s: s.start_time_unix_nano,
+    )
+    assert [s.name for s in in_its_trace] == ONE_WAY_THROUGH
+
+
 def test_a_clients_traceparent_is_a_link_never_a_parent_and_its_words_are_no_span_names(
     world, tmp_path
 ):

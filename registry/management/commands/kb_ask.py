@@ -72,7 +72,7 @@ class Command(BaseCommand):
                     code="server_not_registered",
                 ),
                 kind=kind,
-                server_id=server[:128],
+                server_id=server,
                 **audit,
             )
         if registered.to_declaration().is_kb and not _kb_base_url(registered):
