@@ -3,7 +3,7 @@ tree sizes, and the bundle that proves chosen events on their own (`python -m au
 
 from collections.abc import Iterable, Iterator
 
-from audit.checkpoints import origin_for
+from audit.checkpoints import checkpoint_create_if_due, origin_for
 from audit.export import encoded, event_record
 from audit.models import AuditCheckpoint, AuditEvent
 from audit.services import SOURCE
@@ -53,7 +53,7 @@ def event_inclusion(*, sequence: int, tree_size: int | None = None, source: str 
         "leaf_index": sequence - 1,
         "tree_size": checkpoint.sequence,
         "hashes": encoded(hashes),
-        "checkpoint": checkpoint.note,
+        "checkpoint": checkpoint.witnessed_note(),
     }
 
 
@@ -72,16 +72,18 @@ def tree_consistency(*, old: int, new: int, source: str = SOURCE) -> dict:
 
 def proof_bundle(sequences: Iterable[int], *, source: str = SOURCE) -> Iterator[dict]:
     """The bundle's lines: a header, then each event with its inclusion proof in the latest
-    checkpoint's tree and that checkpoint's signed note. Raises ProofError before the first line
-    when an event cannot be proven (so no partial bundle is written)."""
+    checkpoint's tree (one is signed first when it does not cover them) and that checkpoint's
+    signed note. Raises ProofError before the first line when an event cannot be proven (so no
+    partial bundle is written)."""
     wanted = sorted(set(sequences))
+    latest = AuditCheckpoint.objects.filter(source=source).order_by("-number").first()
+    if wanted and (latest is None or latest.sequence < wanted[-1]):
+        # As an export does: the events asked for are proven now, not at the next checkpoint.
+        checkpoint_create_if_due(source=source, force=True)
     checkpoint = proving_checkpoint(source, None)
     beyond = [s for s in wanted if not 1 <= s <= checkpoint.sequence]
     if beyond:
-        raise ProofError(
-            f"event #{beyond[0]} is not covered by the latest checkpoint (#{checkpoint.sequence}): "
-            "wait for the next checkpoint, or sign one"
-        )
+        raise ProofError(f"there is no event #{beyond[0]} (the log holds #{checkpoint.sequence})")
     rows = {
         row["sequence"]: row
         for row in AuditEvent.objects.filter(source=source, sequence__in=wanted).values(

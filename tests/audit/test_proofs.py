@@ -241,11 +241,18 @@ def test_a_tampered_bundle_fails_naming_the_event(bundle, capsys, tamper, says):
     assert "FAILED at #7" in said
 
 
-def test_a_bundle_is_refused_for_events_no_checkpoint_covers():
+def test_a_bundle_signs_a_checkpoint_when_none_covers_its_events_and_refuses_missing_ones(
+    tmp_path, capsys
+):
     signed_at(4)
     append(2)
-    with pytest.raises(CommandError, match="event #6 is not covered by the latest checkpoint"):
-        prove(2, 6)
+    path = tmp_path / "bundle.jsonl"
+    path.write_text(prove(2, 6))
+    assert AuditCheckpoint.objects.latest("number").sequence == 6
+    status, said = verify_file(path, capsys)
+    assert status == 0 and said.startswith("ok: 2 events proven"), said
+    with pytest.raises(CommandError, match="there is no event #9"):
+        prove(2, 9)
 
 
 def tamper_sql(sql, params=()):
