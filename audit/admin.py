@@ -4,10 +4,13 @@ the signed checkpoints and the keys that verify them."""
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+import orjson
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import StreamingHttpResponse
+from django.db.models import Count
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -20,6 +23,7 @@ from audit.checkpoints import KeyRetirementError, signing_key_retire
 from audit.export import export_filtered_jsonl
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm, SigningKey
 from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
+from audit.proofs import ProofError, proof_bundle
 from audit.services import audit_change
 from audit.verification import (
     FullCheckTooSoon,
@@ -288,6 +292,11 @@ class AuditEventAdmin(ReadOnlyAdmin):
                 name="audit_overview",
             ),
             path("export/", self.admin_site.admin_view(self.export_view), name="audit_export"),
+            path(
+                "<path:object_id>/proof/",
+                self.admin_site.admin_view(self.proof_view),
+                name="audit_event_proof",
+            ),
             *super().get_urls(),
         ]
 
@@ -315,6 +324,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
             ],
             "pending_url": _events_url(delivery_state="pending"),
             "summaries_read_max": SUMMARIES_READ_MAX,
+            "witnessing": selectors.witnessing(overview.checkpoint),
         }
         return TemplateResponse(request, "admin/audit/overview.html", context)
 
@@ -336,6 +346,31 @@ class AuditEventAdmin(ReadOnlyAdmin):
             export_filtered_jsonl(events, query=query), content_type="application/x-ndjson"
         )
         response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.jsonl"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def proof_view(self, request, object_id):
+        """The event with its inclusion proof and the checkpoint it is proven against, as a file
+        `python -m audit.verify` checks on its own; the download is audited like an export."""
+        event = self.get_object(request, object_id)
+        if event is None or not self.has_view_permission(request, event):
+            raise PermissionDenied
+        try:
+            lines = [orjson.dumps(line).decode() + "\n" for line in proof_bundle([event.sequence])]
+        except ProofError as exc:
+            messages.error(request, str(exc))
+            return redirect(reverse("admin:audit_auditevent_change", args=[event.pk]))
+        audit_change(
+            action=AuditEvent.Action.AUDIT_EXPORTED,
+            actor=request.user,
+            target="audit_events",
+            before=None,
+            after={"prove": event.sequence, "format": "proof"},
+        )
+        response = HttpResponse("".join(lines), content_type="application/x-ndjson")
+        response["Content-Disposition"] = (
+            f'attachment; filename="audit-event-{event.sequence}-proof.jsonl"'
+        )
         response["Cache-Control"] = "no-store"
         return response
 
@@ -376,7 +411,15 @@ class DeliveryAlarmAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditCheckpoint)
 class AuditCheckpointAdmin(ReadOnlyAdmin):
-    list_display = ("number", "sequence", "created_at", "key_id", "delivery_state")
+    list_display = (
+        "number",
+        "sequence",
+        "created_at",
+        "key_id",
+        "root_rule",
+        "cosignature_count",
+        "delivery_state",
+    )
     list_select_related = ("delivery",)
     ordering = ("-number",)
     readonly_fields = (
@@ -384,7 +427,10 @@ class AuditCheckpointAdmin(ReadOnlyAdmin):
         "source",
         "origin",
         "sequence",
+        "root_rule",
         "hash",
+        "head_hash",
+        "cosignature_count",
         "prev_hash",
         "key_id",
         "created_at",
@@ -399,11 +445,27 @@ class AuditCheckpointAdmin(ReadOnlyAdmin):
         delivery = getattr(obj, "delivery", None)
         return delivery.get_state_display() if delivery else "-"
 
+    @admin.display(description=_("서명 대상"))
+    def root_rule(self, obj):
+        # The tree size is the checkpoint's sequence; before the tree, the chain's head was signed.
+        return _("머클 트리 루트") if obj.head_hash else _("체인 헤드 (트리 이전)")
+
+    @admin.display(description=_("증인 연서"))
+    def cosignature_count(self, obj):
+        return (
+            f"{obj.cosigned} / {settings.AUDIT_WITNESS_QUORUM}" if settings.AUDIT_WITNESSES else "-"
+        )
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(cosigned=Count("cosignatures"))
+
     def changelist_view(self, request, extra_context=None):
         extra_context = {
             **(extra_context or {}),
             "signing_keys": selectors.signing_keys(),
             "may_retire_keys": request.user.has_perm(RETIRE_KEY_PERMISSION),
+            "witness_states": selectors.witness_states(),
+            "witness_quorum": settings.AUDIT_WITNESS_QUORUM,
         }
         return super().changelist_view(request, extra_context)
 

@@ -6,7 +6,7 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.models import AuditEvent, ChainVerification, Delivery, DeliveryAlarm
+from audit.models import AuditEvent, ChainVerification, Delivery, DeliveryAlarm, WitnessState
 
 TIME_RANGES = {
     "1h": timedelta(hours=1),
@@ -182,3 +182,28 @@ def values_seen(column: str, *, limit: int = 200) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [limit])
         return [value for (value,) in cursor.fetchall()]
+
+
+def witness_states():
+    """Each configured witness with what it has cosigned for us (a witness not yet asked shows
+    size 0), in the order AUDIT_WITNESSES lists them."""
+    from audit.witnesses import configured_witnesses  # it reads the tree, which reads us
+
+    known = {state.verifier_key: state for state in WitnessState.objects.all()}
+    return [
+        known.get(w.key) or WitnessState(verifier_key=w.key, name=w.verifier.name, url=w.url)
+        for w in configured_witnesses()
+    ]
+
+
+def witnessing(latest) -> dict | None:
+    """Whether the latest checkpoint is witnessed, and how many tree checkpoints are not; None
+    when no witness is configured."""
+    from audit.witnesses import configured_witnesses, is_witnessed, unwitnessed_checkpoints
+
+    if latest is None or not configured_witnesses():
+        return None
+    return {
+        "latest": is_witnessed(latest),
+        "unwitnessed": unwitnessed_checkpoints(latest.source).count(),
+    }

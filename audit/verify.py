@@ -207,7 +207,7 @@ def _verify_bundle(
         True,
         proven,
         len(checkpoints),
-        f"{proven} events proven in the signed log ({len(checkpoints)} checkpoints; "
+        f"{proven} event{'' if proven == 1 else 's'} proven in the signed log ({len(checkpoints)} checkpoints; "
         f"signed by {', '.join(keys)})",
         origin=origin,
         keys=tuple(keys),

@@ -56,6 +56,7 @@ MATRIX = {
     "pin.approve": {S, M},
     "audit.view": {S, M, A},
     "audit.export": {S, M, A},  # and it is audited
+    "audit.prove": {S, M, A},  # and it is audited
     "audit.change": set(),
     "audit.delete": set(),
     "audit.verify": {S, M, A},  # queued for a worker
@@ -352,6 +353,13 @@ def audit_export(browser, world, user):
     return response, exported
 
 
+def audit_prove(browser, world, user):
+    response = browser.get(f"/admin/audit/auditevent/{world.event.pk}/proof/")
+    proven = response.status_code == 200 and b"audit_event_proof" in response.content
+    assert proven == AuditEvent.objects.filter(action="audit.exported").exists()
+    return response, proven
+
+
 def audit_change(browser, world, user):
     url = f"/admin/audit/auditevent/{world.event.pk}/change/"
     response = browser.post(url, {"actor": "someone else"})
@@ -446,6 +454,7 @@ ACTIONS = {
     "pin.approve": pin_approve,
     "audit.view": viewer("/admin/audit/auditevent/"),
     "audit.export": audit_export,
+    "audit.prove": audit_prove,
     "audit.change": audit_change,
     "audit.delete": audit_delete,
     "audit.verify": audit_verify(full=False),
