@@ -149,3 +149,35 @@ def test_go_catches_what_was_tampered_with(checklog, two_checkpoints, client, au
     assert all(line.startswith("FAILED") for line in results), results
     assert "invalid signature" in results[2], results[2]  # the edited note no longer verifies
     assert go_checks(checklog, [{"kind": "checkpoint", "note": mismatched}]) == ["ok"]
+
+
+def test_go_catches_a_tail_rewritten_re_chained_and_re_treed(
+    checklog, two_checkpoints, client, auditor
+):
+    from tests.audit.test_proofs import rewrite_tail
+
+    first, second = two_checkpoints
+    client.force_login(auditor)
+    rewrite_tail(20)
+    audit_events_append(events=[{"action": "mcp.tools_list", "outcome": "allowed"}])
+    third = checkpoint_create_if_due(force=True)
+    checks = [{"kind": "checkpoint", "note": third.note}]  # validly signed, over another history
+    for old in (first, second):
+        proof = client.get(
+            f"/api/audit-checkpoints/consistency-proof/?from={old.sequence}&to=38"
+        ).json()
+        checks.append(
+            {
+                "kind": "consistency",
+                "old_note": old.note,
+                "note": third.note,
+                "hashes": proof["hashes"],
+            }
+        )
+    checks.append(inclusion_check(client, 20, tree_size=37) | {"note": second.note})
+    results = go_checks(checklog, checks)
+    assert results[0] == "ok"
+    # From the first checkpoint (#13, before the rewrite) the history still agrees; from the
+    # second (#37, which covered the rewritten events) it does not, nor does event #20's place.
+    assert results[1] == "ok"
+    assert results[2].startswith("FAILED") and results[3].startswith("FAILED"), results

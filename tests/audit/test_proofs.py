@@ -318,3 +318,54 @@ def test_a_checkpoint_at_a_size_the_tree_does_not_have_is_caught(api):
     body = api.get("/api/audit-events/3/inclusion-proof/").json()
     root = bytes.fromhex(wrong_root)
     assert not merkle.verify_inclusion(2, 6, leaf_of(3), decoded(body["hashes"]), root)
+
+
+def rewrite_tail(start: int) -> None:
+    """What someone with write access could do: change event #start, re-chain every event after
+    it, regrow the whole tree over the new hashes and move the head, all consistently."""
+    from audit.chain import event_hash
+    from audit.models import AuditTreeNode, ChainHead
+
+    rows = list(AuditEvent.objects.filter(sequence__gte=start - 1).order_by("sequence").values())
+    prev = rows[0]["hash"] if start > 1 else "0" * 64
+    for row in rows[1:] if start > 1 else rows:
+        if row["sequence"] == start:
+            row["detail"] = "rewritten"
+        row["prev_hash"] = prev
+        row["hash"] = prev = event_hash(row)
+        tamper_sql(
+            "UPDATE audit_auditevent SET detail = %s, prev_hash = %s, hash = %s WHERE id = %s",
+            [row["detail"], row["prev_hash"], row["hash"], str(row["id"]).replace("-", "")]
+            if connection.vendor == "sqlite"
+            else [row["detail"], row["prev_hash"], row["hash"], row["id"]],
+        )
+    tamper_sql("DELETE FROM audit_audittreenode")
+    frontier, nodes = [], []
+    hashes = AuditEvent.objects.order_by("sequence").values_list("hash", flat=True)
+    for size, value in enumerate(hashes):
+        for level, index, node in merkle.frontier_append(
+            frontier, size, merkle.leaf_hash(bytes.fromhex(value))
+        ):
+            nodes.append(
+                AuditTreeNode(source="hyperbook", level=level, index=index, hash=node.hex())
+            )
+    AuditTreeNode.objects.bulk_create(nodes)
+    ChainHead.objects.filter(source="hyperbook").update(
+        last_hash=prev, tree_frontier=merkle.frontier_hex(frontier)
+    )
+
+
+def test_a_rewritten_tail_is_caught_by_the_check_and_by_the_proofs(api):
+    first = signed_at(10)
+    rewrite_tail(6)
+    report = verify_chain()
+    assert not report.ok and report.first_bad_sequence == 10, report.message
+    # A new checkpoint over the rewritten log is not consistent with the first one.
+    append(3)
+    second = checkpoint_create_if_due(force=True)
+    body = api.get("/api/audit-checkpoints/consistency-proof/?from=10&to=13").json()
+    old, new = bytes.fromhex(first.hash), bytes.fromhex(second.hash)
+    assert not merkle.verify_consistency(10, 13, old, new, decoded(body["hashes"]))
+    # And the rewritten event is in no tree the first checkpoint signed.
+    body = api.get("/api/audit-events/6/inclusion-proof/?tree_size=10").json()
+    assert not merkle.verify_inclusion(5, 10, leaf_of(6), decoded(body["hashes"]), old)
