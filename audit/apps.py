@@ -16,6 +16,7 @@ class AuditConfig(AppConfig):
         services.after_append_committed = tasks.after_append
 
         checks.register(checkpoint_keys_check)
+        checks.register(witnesses_check)
         scrape_collector_add(AuditStateCollector())
 
 
@@ -27,4 +28,15 @@ def checkpoint_keys_check(app_configs, **kwargs):
         verifiers_from_settings()
     except ImproperlyConfigured as exc:
         return [checks.Error(str(exc), id="audit.E001")]
+    return []
+
+
+def witnesses_check(app_configs, **kwargs):
+    """A witness that cannot be read would leave every checkpoint unwitnessed: say so now."""
+    from audit.witnesses import configured_witnesses
+
+    try:
+        configured_witnesses()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="audit.E002")]
     return []

@@ -207,8 +207,8 @@ def _verify_bundle(
         True,
         proven,
         len(checkpoints),
-        f"{proven} event{'' if proven == 1 else 's'} proven in the signed log ({len(checkpoints)} checkpoints; "
-        f"signed by {', '.join(keys)})",
+        f"{proven} event{'' if proven == 1 else 's'} proven in the signed log "
+        f"({len(checkpoints)} checkpoints; signed by {', '.join(keys)})",
         origin=origin,
         keys=tuple(keys),
     )

@@ -146,3 +146,20 @@ def test_the_verifiers_report_which_checkpoints_meet_the_quorum(witnesses, tmp_p
     assert "witnessed (quorum 2 of 2): none; not witnessed: the one at size 7" in (
         capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ("https://w.example/only-a-url", "write it as URL KEY"),
+        ("ftp://w.example k", "write it as URL KEY"),
+        ("https://w.example w+00000000+AA=A", "not valid base64"),
+        ("https://w.example w+00000000+" + "A" * 44, "not an Ed25519 cosignature/v1 key"),
+    ],
+)
+def test_a_witness_setting_that_cannot_be_read_is_an_error_at_start_up(settings, entry, says):
+    from audit.apps import witnesses_check
+
+    settings.AUDIT_WITNESSES = [entry]
+    (error,) = witnesses_check(None)
+    assert error.id == "audit.E002" and says in error.msg and "witness 1" in error.msg
