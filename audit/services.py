@@ -149,6 +149,13 @@ def _planted(
 ) -> tuple[str, list[tuple]]:
     """The tree grown by the rows' hashes: its new frontier (as stored) and the nodes completed."""
     frontier = merkle.frontier_from_hex(frontier_text)
+    if len(frontier) != size.bit_count():
+        # Only a process that appends without growing the tree (an older hyperbook sharing this
+        # database) leaves it so; growing on would sign roots over a tree the log is not.
+        raise RuntimeError(
+            f"audit tree for {source}: its edge holds {len(frontier)} subtrees, but a log of "
+            f"{size} events has {size.bit_count()}: events were appended without the tree"
+        )
     nodes = []
     for row in rows:
         leaf = merkle.leaf_hash(bytes.fromhex(row["hash"]))

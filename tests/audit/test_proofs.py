@@ -369,3 +369,11 @@ def test_a_rewritten_tail_is_caught_by_the_check_and_by_the_proofs(api):
     # And the rewritten event is in no tree the first checkpoint signed.
     body = api.get("/api/audit-events/6/inclusion-proof/?tree_size=10").json()
     assert not merkle.verify_inclusion(5, 10, leaf_of(6), decoded(body["hashes"]), old)
+
+
+def test_an_append_refuses_to_grow_a_tree_that_lost_step_with_the_chain():
+    append(3)  # size 3: two subtrees on the edge
+    tamper_sql("UPDATE audit_chainhead SET tree_frontier = ''")
+    with pytest.raises(RuntimeError, match="a log of 3 events has 2: events were appended"):
+        append(1)
+    assert AuditEvent.objects.count() == 3  # nothing written, nothing signed over a wrong tree
