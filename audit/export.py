@@ -19,6 +19,7 @@ import datetime as dt
 import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from django.db.models import Max, Min
@@ -98,7 +99,7 @@ def provable_range(wanted: ExportRange, *, source: str = SOURCE) -> ExportRange:
 
 def event_record(row: dict) -> dict:
     """An event as exported: every field its hash covers, in their exported forms, and the hash."""
-    record = {name: row.get(name) for name in EVENT_FIELDS}
+    record: dict[str, Any] = {name: row.get(name) for name in EVENT_FIELDS}
     record["id"] = str(record["id"])
     record["occurred_at"] = occurred_at_text(record["occurred_at"])
     return record
