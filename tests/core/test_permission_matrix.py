@@ -25,7 +25,8 @@ from tests.registry.conftest import custom_python_declaration, kb_declaration
 from tests.registry.fault_server import FaultServer, kb_tool, serving
 from tests.registry.test_admin import change_form_data
 
-pytestmark = pytest.mark.django_db
+# Every action as every role, each in a fresh world: the full run holds it, not the quick loop.
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 ROLES = ("superuser", "mcp_admin", "auditor", "staff_no_group", "view_consoleturn_only")
 S, M, A = "superuser", "mcp_admin", "auditor"

@@ -6,13 +6,10 @@ through the code under test.
 
 import csv
 import datetime as dt
-import io
 from functools import cache
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
-from django.db import transaction
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
 AS_OF = dt.date(2026, 6, 30)  # settings.KB_AS_OF_DATE: the truth the tests compute against
@@ -59,18 +56,6 @@ def expected_payment_ids(stakeholder_id: str) -> frozenset[str]:
     visible = expected_contract_ids(stakeholder_id)
     payments = demo_rows("premium_payments")
     return frozenset(p["payment_id"] for p in payments if p["contract_id"] in visible)
-
-
-@pytest.fixture(scope="module")
-def kb_demo(django_db_setup, django_db_blocker):
-    """The demo data, loaded once per test module in a transaction that is rolled back after it.
-
-    Each test's own `db` transaction nests inside (as a savepoint), so tests stay independent.
-    """
-    with django_db_blocker.unblock(), transaction.atomic():
-        call_command("load_kb_demo", stdout=io.StringIO())
-        yield
-        transaction.set_rollback(True)
 
 
 @pytest.fixture

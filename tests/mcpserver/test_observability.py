@@ -164,7 +164,9 @@ def attributes(span) -> dict:
 def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(world, tmp_path):
     _Collector.received = []
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
         "OTEL_BSP_SCHEDULE_DELAY": "100",
@@ -214,7 +216,9 @@ ONE_WAY_THROUGH = [
 def test_a_tool_call_goes_through_each_stage_once_in_order(world, tmp_path):
     _Collector.received = []
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
         "OTEL_BSP_SCHEDULE_DELAY": "100",
@@ -245,7 +249,9 @@ def test_a_clients_traceparent_is_a_link_never_a_parent_and_its_words_are_no_spa
 ):
     _Collector.received = []
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
         "OTEL_BSP_SCHEDULE_DELAY": "100",

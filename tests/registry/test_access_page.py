@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management import call_command
 from django.utils import timezone
 
 from core.groups import AUDITORS, MCP_ADMINS, ensure_default_groups
@@ -36,11 +35,6 @@ def truth_counts() -> dict[str, tuple[int, int, int]]:
         )
         for person in demo_rows("stakeholders")
     }
-
-
-@pytest.fixture
-def kb_demo():
-    call_command("load_kb_demo", verbosity=0)
 
 
 def user_in(group_name: str):

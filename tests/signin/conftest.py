@@ -6,7 +6,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from oauth2_provider.models import get_application_model
 
 from kb.models import Stakeholder
@@ -31,8 +30,8 @@ def new_pkce() -> Pkce:
 
 
 @pytest.fixture
-def kb(db):
-    call_command("load_kb_demo", verbosity=0)
+def kb(kb_demo, db):
+    """The demo data inside this test's transaction."""
 
 
 @pytest.fixture

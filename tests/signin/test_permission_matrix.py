@@ -11,7 +11,8 @@ from registry.models import TokenDelegation
 from signin.models import StakeholderLogin
 from tests.signin.conftest import authorize_params, consent_form, linked_user, new_pkce, sign_in
 
-pytestmark = pytest.mark.django_db
+# Every action as every role, each in a fresh world: the full run holds it, not the quick loop.
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 ROLES = ("anonymous", "owner", "other_user", "unlinked_staff", "mcp_admin", "auditor", "superuser")
 MATRIX = {
