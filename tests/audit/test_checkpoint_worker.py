@@ -1,5 +1,6 @@
-"""/mcp requests -> events -> a real Celery worker signs checkpoints and delivers them to a loopback
-Memory API -> the chain is checked against that anchor, and an export verifies on its own."""
+"""/mcp requests -> events -> a real Celery worker signs checkpoints, has a loopback witness cosign
+them and delivers them to a loopback Memory API -> the chain is checked against that anchor, and an
+export verifies on its own, witnessed."""
 
 import io
 import subprocess
@@ -13,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.checkpoints import current_signer
-from audit.models import AuditCheckpoint, ChainHead
+from audit.models import AuditCheckpoint, ChainHead, Cosignature, WitnessState
 from audit.reconciliation import reconcile_with_memory_api
 from audit.signed_note import open_checkpoint
 from audit.verification import verify_chain
@@ -28,6 +29,7 @@ from tests.audit.test_delivery_workers import (
     stop,
     wait_until,
 )
+from tests.audit.witness_standin import WitnessStandIn
 from tests.live import ROOT, live_server
 from tests.mcpserver.conftest import MCP_HEADERS, rpc
 
@@ -53,14 +55,25 @@ def anchored_head(sink: MemorySink, django_db_blocker) -> bool:
     return any(memory["sequence"] == head for memory in held)
 
 
+def witness_caught_up(django_db_blocker) -> bool:
+    """The witness has cosigned the latest checkpoint."""
+    with django_db_blocker.unblock():
+        connection.close()
+        latest = AuditCheckpoint.objects.order_by("-sequence").first()
+        state = WitnessState.objects.filter(name="witness.example").first()
+    return latest is not None and state is not None and state.last_size == latest.sequence
+
+
 def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(
     planner_token, broker, tmp_path, django_db_blocker, settings
 ):
-    with MemorySink(SERVICE_TOKEN) as sink:
+    witness = WitnessStandIn("witness.example", current_signer().verifier)
+    with MemorySink(SERVICE_TOKEN) as sink, witness:
         env = {
             **environment(sink),
             "AUDIT_CHECKPOINT_EVERY": "10",
             "AUDIT_CHECKPOINT_SECONDS": "2",
+            "AUDIT_WITNESSES": witness.setting(),
         }
         with live_server(tmp_path / "server.log", env) as url:
             worker = start_worker(env, tmp_path / "worker.log", tmp_path / "beat")
@@ -77,6 +90,7 @@ def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(
                             lambda: anchored_head(sink, django_db_blocker), 60, "a checkpoint"
                         )
                 wait_until(lambda: pending_count(django_db_blocker) == 0, 60, "delivery")
+                wait_until(lambda: witness_caught_up(django_db_blocker), 60, "a cosignature")
             finally:
                 stop(worker)
         worker_log = (tmp_path / "worker.log").read_text(errors="replace")
@@ -97,6 +111,14 @@ def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(
             connection.close()
             settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN = sink.url, SERVICE_TOKEN
             assert AuditCheckpoint.objects.filter(delivery__state="delivered").count() >= 3
+            # The worker took each checkpoint to the witness, which checked the consistency proof
+            # from the size it last cosigned and answered with a cosignature the worker kept.
+            cosigned = Cosignature.objects.filter(witness_key=witness.verifier.text())
+            assert cosigned.count() >= 3
+            state = WitnessState.objects.get(name="witness.example")
+            assert state.last_size == witness.size == max(c.checkpoint.sequence for c in cosigned)
+            assert witness.requests[0].startswith("old 0\n")
+            assert any(not r.startswith("old 0\n") for r in witness.requests)
             assert verify_chain().ok
             anchored = reconcile_with_memory_api()
             assert anchored.ok, anchored.message
@@ -106,7 +128,10 @@ def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(
 
     # The export checks out with nothing but the verifier key: no Django, no database.
     verified = subprocess.run(
-        [sys.executable, "-m", "audit.verify", str(export), "--public-key", verifier.text()],
+        [
+            *(sys.executable, "-m", "audit.verify", str(export)),
+            *("--public-key", verifier.text(), "--witness-key", witness.verifier.text()),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -115,3 +140,5 @@ def test_a_worker_signs_and_delivers_checkpoints_that_anchor_the_chain(
     )
     assert verified.returncode == 0, verified.stderr
     assert verified.stdout.startswith("ok:")
+    assert "witnessed (quorum 1 of 1): " in verified.stdout
+    assert "witnessed (quorum 1 of 1): none" not in verified.stdout
