@@ -6,6 +6,7 @@ through the code under test.
 
 import csv
 import datetime as dt
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -73,9 +74,20 @@ EXHAUSTIVE_ORACLES = {
 }
 
 
+# The question sets are asked whole in the full run; the quick loop asks each family's first
+# question and every eighth one after, so a broken reader still shows there.
+WHOLE_QUESTION_SETS = ("test_selectai_suite", "test_selectai_heldout", "test_selectai_heldout2")
+QUICK_SAMPLE_EVERY = 8
+
+
 def pytest_collection_modifyitems(config, items):
+    asked: Counter = Counter()
     for item in items:
-        if item.module.__name__.endswith("test_vpd_compiled") and (
-            getattr(item, "originalname", item.name) in EXHAUSTIVE_ORACLES
-        ):
+        module, test = item.module.__name__, getattr(item, "originalname", item.name)
+        if module.endswith("test_vpd_compiled") and test in EXHAUSTIVE_ORACLES:
             item.add_marker(pytest.mark.slow)
+        elif module.rsplit(".", 1)[-1] in WHOLE_QUESTION_SETS and hasattr(item, "callspec"):
+            family = getattr(item.callspec.params.get("case"), "family", None)
+            if asked[module, test, family] % QUICK_SAMPLE_EVERY:
+                item.add_marker(pytest.mark.slow)
+            asked[module, test, family] += 1
