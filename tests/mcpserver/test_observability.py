@@ -150,6 +150,22 @@ def spans_of(bodies: list[bytes]) -> list:
     return spans
 
 
+@pytest.fixture
+def collector_env():
+    """An OTLP collector on loopback, and the environment that points a server at it."""
+    _Collector.received = []
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(
+        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+    yield {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    collector.shutdown()
+    collector.server_close()
+
+
 def attributes(span) -> dict:
     result = {}
     for item in span.attributes:
@@ -161,32 +177,22 @@ def attributes(span) -> dict:
     return result
 
 
-def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(world, tmp_path):
-    _Collector.received = []
-    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(
-        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    ).start()
-    env = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-        "OTEL_SERVICE_NAME": "hyperbook-test",
-    }
+def test_with_an_otlp_endpoint_the_gate_tool_plan_and_audit_append_are_traced(
+    world, tmp_path, collector_env
+):
+    env = {**collector_env, "OTEL_SERVICE_NAME": "hyperbook-test"}
     token = world.tokens["KB-P-001"]
-    try:
-        with live_server(tmp_path / "server.log", env) as url:
-            server = Server(url=url, log=tmp_path / "server.log")
-            response = server.post(call(PLANNER_PROMPT, 5), token)
-            request_id = response.headers["x-request-id"]
-            wanted = {"mcp.gate", "kb.tool", "kb.execute_plan", "audit.append"}
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                spans = spans_of(_Collector.received)
-                if wanted <= {span.name for span in spans}:
-                    break
-                time.sleep(0.2)
-    finally:
-        collector.shutdown()
+    with live_server(tmp_path / "server.log", env) as url:
+        server = Server(url=url, log=tmp_path / "server.log")
+        response = server.post(call(PLANNER_PROMPT, 5), token)
+        request_id = response.headers["x-request-id"]
+        wanted = {"mcp.gate", "kb.tool", "kb.execute_plan", "audit.append"}
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            spans = spans_of(_Collector.received)
+            if wanted <= {span.name for span in spans}:
+                break
+            time.sleep(0.2)
     by_name = {span.name: span for span in spans}
     assert wanted <= set(by_name), sorted(by_name)
     for name in ("mcp.gate", "kb.tool", "kb.execute_plan"):
@@ -213,28 +219,17 @@ ONE_WAY_THROUGH = [
 ]
 
 
-def test_a_tool_call_goes_through_each_stage_once_in_order(world, tmp_path):
-    _Collector.received = []
-    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(
-        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    ).start()
-    env = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-    }
-    try:
-        with live_server(tmp_path / "server.log", env) as url:
-            server = Server(url=url, log=tmp_path / "server.log")
-            response = server.post(call(PLANNER_PROMPT, 5), world.tokens["KB-P-001"])
-            assert response.status_code == 200, response.text[:500]
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                if set(ONE_WAY_THROUGH) <= {s.name for s in spans_of(_Collector.received)}:
-                    break
-                time.sleep(0.2)
-    finally:
-        collector.shutdown()
+def test_a_tool_call_goes_through_each_stage_once_in_order(world, tmp_path, collector_env):
+    env = collector_env
+    with live_server(tmp_path / "server.log", env) as url:
+        server = Server(url=url, log=tmp_path / "server.log")
+        response = server.post(call(PLANNER_PROMPT, 5), world.tokens["KB-P-001"])
+        assert response.status_code == 200, response.text[:500]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if set(ONE_WAY_THROUGH) <= {s.name for s in spans_of(_Collector.received)}:
+                break
+            time.sleep(0.2)
     spans = spans_of(_Collector.received)
     (gate,) = [s for s in spans if s.name == "mcp.gate"]
     in_its_trace = sorted(
@@ -245,39 +240,28 @@ def test_a_tool_call_goes_through_each_stage_once_in_order(world, tmp_path):
 
 
 def test_a_clients_traceparent_is_a_link_never_a_parent_and_its_words_are_no_span_names(
-    world, tmp_path
+    world, tmp_path, collector_env
 ):
-    _Collector.received = []
-    collector = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(
-        target=collector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    ).start()
-    env = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}",
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-    }
+    env = collector_env
     client_trace, client_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     canary = "CANARYspan9Qx4Lm2Rv7Tz"
     token = world.tokens["KB-P-001"]
-    try:
-        with live_server(tmp_path / "server.log", env) as url:
-            server = Server(url=url, log=tmp_path / "server.log")
-            traced = server.post(
-                rpc("tools/list"), token, {"traceparent": f"00-{client_trace}-{client_span}-01"}
-            )
-            meta = {"_meta": {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}}
-            server.post(rpc("tools/list", meta), token)  # nor through the message's _meta
-            server.post(rpc(f"x/{canary}"), token)
-            server.post(rpc(canary), token)
-            httpx.request(canary.upper(), server.mcp, timeout=10)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                gates = [s for s in spans_of(_Collector.received) if s.name == "mcp.gate"]
-                if len(gates) >= 5:
-                    break
-                time.sleep(0.2)
-    finally:
-        collector.shutdown()
+    with live_server(tmp_path / "server.log", env) as url:
+        server = Server(url=url, log=tmp_path / "server.log")
+        traced = server.post(
+            rpc("tools/list"), token, {"traceparent": f"00-{client_trace}-{client_span}-01"}
+        )
+        meta = {"_meta": {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}}
+        server.post(rpc("tools/list", meta), token)  # nor through the message's _meta
+        server.post(rpc(f"x/{canary}"), token)
+        server.post(rpc(canary), token)
+        httpx.request(canary.upper(), server.mcp, timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            gates = [s for s in spans_of(_Collector.received) if s.name == "mcp.gate"]
+            if len(gates) >= 5:
+                break
+            time.sleep(0.2)
     spans = spans_of(_Collector.received)
     assert {span.name for span in spans} <= {
         "mcp.gate",
