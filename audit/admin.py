@@ -181,8 +181,11 @@ class ExchangeFilter(admin.SimpleListFilter):
     parameter_name = "exchange"
 
     def lookups(self, request, model_admin):
+        # A filter without choices is not applied at all: a malformed id must still list nothing.
         value = self.value()
-        return [(value, value)] if value and selectors.is_exchange_id(value) else []
+        if not value:
+            return []
+        return [(value, value if selectors.is_exchange_id(value) else _("올바르지 않은 교환 ID"))]
 
     def queryset(self, request, queryset):
         value = self.value()
