@@ -283,7 +283,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
                     else 0
                 ),
                 "exchange_url": (
-                    exchange_events_url(event.client_request_id) if event.client_request_id else ""
+                    _events_url(exchange=event.client_request_id) if event.client_request_id else ""
                 ),
                 "delegation_url": _delegation_url(event),
                 "access_url": (
@@ -543,11 +543,6 @@ def _delegation_url(event) -> str:
     if not str(delegation_id or "").isdigit():
         return ""
     return reverse("admin:registry_tokendelegation_change", args=[int(delegation_id)])
-
-
-def exchange_events_url(exchange_id: str) -> str:
-    """The audit list of one exchange's events."""
-    return _events_url(exchange=exchange_id)
 
 
 def _events_url(**query) -> str:

@@ -7,9 +7,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
 
-from audit.admin import exchange_events_url
 from kb.models import Stakeholder
 from registry import console
 from registry.answer_chart import answer_chart
@@ -202,4 +202,5 @@ def _exchange_url(request, turn: ConsoleTurn | None) -> str:
     """The audit list of the turn's exchange, for those who may read the audit log."""
     if turn is None or not turn.exchange_id or not request.user.has_perm("audit.view_auditevent"):
         return ""
-    return exchange_events_url(turn.exchange_id)
+    query = urlencode({"exchange": turn.exchange_id})  # the audit list's ExchangeFilter
+    return f"{reverse('admin:audit_auditevent_changelist')}?{query}"

@@ -78,7 +78,6 @@ def mcp_exchange_run(
     back as the exchange's error for `to_public_mcp_error` to put in Korean. `exchange_id` goes
     on every HTTP request (X-Request-ID) and on the exchange's own audit event, so that all of
     them can be listed together; `recorder` receives each JSON-RPC message sent and received."""
-    linked = {"exchange_id": exchange_id or None, "recorder": recorder}
     started = time.perf_counter()
     result: Discovery | CallResult
     try:
@@ -88,7 +87,8 @@ def mcp_exchange_run(
                 token=token,
                 actor=actor,
                 trust_first_use=trust_first_use,
-                **linked,
+                exchange_id=exchange_id or None,
+                recorder=recorder,
             )
         else:
             result = kb_tool_call(
@@ -98,7 +98,8 @@ def mcp_exchange_run(
                 limit=limit,
                 actor=actor,
                 trust_first_use=trust_first_use,
-                **linked,
+                exchange_id=exchange_id or None,
+                recorder=recorder,
             )
     except Exception as exc:  # every failure becomes a safe public message and an audit event
         return Exchange(kind, error=exc, latency_ms=_since(started), exchange_id=exchange_id)
