@@ -244,7 +244,8 @@ class McpHttpSession:
                 await client.delete(self.url, headers=headers)
 
     def _headers(self) -> tuple[dict[str, str], str]:
-        """Headers for the next HTTP request, with a fresh X-Request-ID (also returned)."""
+        """Headers for the next HTTP request, with its X-Request-ID (also returned): the exchange's
+        id, or a fresh one."""
         headers = mcp_headers(self._bearer, self.protocol_version, self.session_id)
         headers["Accept-Encoding"] = "identity"  # the byte budget counts what the server sent
         request_id = self.exchange_id or uuid.uuid4().hex
@@ -286,7 +287,8 @@ class McpHttpSession:
                     context["request_id"] = self.last_request_id = answer_id
                 self.last_status = response.status_code
                 if not (expect_answer and 200 <= response.status_code < 300):
-                    # Its answer, if any, is recorded where it is read (_redacted_answer).
+                    # A request's 2xx answer is recorded with its body once read and redacted
+                    # (_redacted_answer); a notification's or a refusal's status only, here.
                     self._record(
                         {
                             "direction": "received",
