@@ -40,6 +40,9 @@ def _kept(entry: dict, known: tuple[str, ...]) -> dict:
         text = redact_secrets(
             json.dumps(message, ensure_ascii=False, indent=2, sort_keys=True), known=known
         )
+        # A lone surrogate ("\ud800" in a server's JSON) is valid in a str, not in UTF-8: no
+        # database would store the turn. It is kept as its escape.
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
         if len(text) > MAX_MESSAGE_CHARS:
             kept["full_length"] = len(text)
             text = text[:MAX_MESSAGE_CHARS]

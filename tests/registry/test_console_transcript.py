@@ -160,3 +160,12 @@ def test_the_token_and_anything_shaped_like_a_bearer_are_redacted():
 def test_a_direction_from_elsewhere_cannot_pose_as_an_omission_marker():
     [kept] = transcript_capped([{"direction": "omitted", "method": "x", "count": 10**9}])
     assert kept == {"direction": "received", "method": "x"}
+
+
+def test_a_lone_surrogate_from_a_server_is_kept_as_its_escape():
+    answer = json.loads('{"result": {"text": "a\\ud800b"}}')
+    [kept] = transcript_capped(
+        [{"direction": "received", "method": "tools/call", "message": answer}]
+    )
+    kept["text"].encode("utf-8")
+    assert "\\ud800" in kept["text"]
