@@ -173,6 +173,25 @@ class DeliveryStateFilter(admin.SimpleListFilter):
         return selectors.with_delivery_state(queryset, value) if value else queryset
 
 
+class ExchangeFilter(admin.SimpleListFilter):
+    """`?exchange=<id>`: the events of one console exchange (one client request id). Offers no
+    choices of its own; links lead here, and the chosen id is shown so that it can be cleared."""
+
+    title = _("교환")
+    parameter_name = "exchange"
+
+    def lookups(self, request, model_admin):
+        # A filter without choices is not applied at all: a malformed id must still list nothing.
+        value = self.value()
+        if not value:
+            return []
+        return [(value, value if selectors.is_exchange_id(value) else _("올바르지 않은 교환 ID"))]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return selectors.exchange_events(queryset, exchange_id=value) if value else queryset
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     list_display = (
@@ -199,6 +218,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         StakeholderFilter,
         ToolFilter,
         DeliveryStateFilter,
+        ExchangeFilter,
     )
     # Request ids match exactly (indexed); action, reason and tool match a part of their text, and
     # a reason also by its name ("형식이 잘못된 토큰" finds malformed_token).
@@ -261,6 +281,9 @@ class AuditEventAdmin(ReadOnlyAdmin):
                     .count()
                     if event.request_id
                     else 0
+                ),
+                "exchange_url": (
+                    _events_url(exchange=event.client_request_id) if event.client_request_id else ""
                 ),
                 "delegation_url": _delegation_url(event),
                 "access_url": (

@@ -1,5 +1,6 @@
 """Reads for auditors: filtered event lists that stay fast on millions of rows."""
 
+import re
 from datetime import timedelta
 
 from django.db import connection
@@ -14,6 +15,8 @@ TIME_RANGES = {
     "7d": timedelta(days=7),
     "30d": timedelta(days=30),
 }
+# What a client request id is made of as the /mcp gate keeps it, and so a console exchange id.
+EXCHANGE_ID_RE = re.compile(r"[A-Za-z0-9._:~-]{1,64}")
 # Outcomes of a request that got no answer: refused at the gate or by the policy.
 REFUSED_OUTCOMES = (
     AuditEvent.Outcome.UNAUTHENTICATED,
@@ -207,3 +210,16 @@ def witnessing(latest) -> dict | None:
         "latest": is_witnessed(latest),
         "unwitnessed": unwitnessed_checkpoints(latest.source).count(),
     }
+
+
+def is_exchange_id(value: str) -> bool:
+    """Whether `value` (from a URL) can be an exchange id: anything else matches no event."""
+    return bool(EXCHANGE_ID_RE.fullmatch(value))
+
+
+def exchange_events(queryset, *, exchange_id: str):
+    """The events of one exchange: every request that carried its id, and its own event
+    (indexed); none for text that is no exchange id."""
+    if not is_exchange_id(exchange_id):
+        return queryset.none()
+    return queryset.filter(client_request_id=exchange_id)

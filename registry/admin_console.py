@@ -7,6 +7,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
 
 from kb.models import Stakeholder
@@ -60,6 +61,9 @@ class ConsoleAdmin(admin.ModelAdmin):
     Using it takes `registry.use_console` (mcp_admins, superusers): it sends a user's bearer.
     Each admin sees only their own turns; a superuser may open anyone's, and that is audited."""
 
+    # The transcript is shown as the raw JSON-RPC view (change_form.html), not as a JSON field.
+    exclude = ("transcript",)
+
     def _may_use(self, request) -> bool:
         return request.user.is_active and request.user.has_perm(console.USE_CONSOLE_PERMISSION)
 
@@ -102,7 +106,8 @@ class ConsoleAdmin(admin.ModelAdmin):
             and self.has_view_permission(request, turn)
         ):
             console.console_turn_viewed(turn=turn, viewer=request.user)
-        return super().change_view(request, object_id, form_url, extra_context)
+        context = {**(extra_context or {}), "exchange_url": _exchange_url(request, turn)}
+        return super().change_view(request, object_id, form_url, context)
 
     def changelist_view(self, request, extra_context=None):
         if not self.has_view_permission(request):
@@ -122,6 +127,7 @@ class ConsoleAdmin(admin.ModelAdmin):
             "turn": turn,
             "comparison": comparison,
             "chart": answer_chart(turn.rendered) if turn is not None else None,
+            "exchange_url": _exchange_url(request, turn),
             "history": console.console_history(user=request.user)[:30],
         }
         return TemplateResponse(request, "admin/registry/console.html", context)
@@ -190,3 +196,11 @@ class ConsoleAdmin(admin.ModelAdmin):
             )
             messages.success(request, _("기록 %(n)s건을 삭제했습니다.") % {"n": deleted})
         return redirect(reverse("admin:registry_consoleturn_changelist"))
+
+
+def _exchange_url(request, turn: ConsoleTurn | None) -> str:
+    """The audit list of the turn's exchange, for those who may read the audit log."""
+    if turn is None or not turn.exchange_id or not request.user.has_perm("audit.view_auditevent"):
+        return ""
+    query = urlencode({"exchange": turn.exchange_id})  # the audit list's ExchangeFilter
+    return f"{reverse('admin:audit_auditevent_changelist')}?{query}"

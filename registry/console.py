@@ -7,6 +7,7 @@ token. Every failure, expected or not, ends as a Korean message and an audit eve
 """
 
 import math
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from core.redaction import redact_secrets
 from core.tokens import token_fingerprint
 from kb.catalogue import TOOL_DEFAULT_LIMIT
 from registry.answer_chart import chart_hint
+from registry.console_transcript import transcript_capped
 from registry.mcp.errors import to_public_mcp_error
 from registry.models import ConsoleTurn, McpServer
 from registry.presets import PresetFileError, read_token_presets
@@ -118,7 +120,11 @@ def console_run(
     prompt: str = "",
     limit: int = TOOL_DEFAULT_LIMIT,
 ) -> ConsoleTurn:
-    """One console exchange as `user`, kept as a turn of their history with its audit event."""
+    """One console exchange as `user`, kept as a turn of their history with its audit event.
+
+    One new exchange id goes on every request and on the audit event; the JSON-RPC messages are
+    kept on the turn as its transcript."""
+    messages: list[dict] = []
     exchange = mcp_exchange_run(
         kind=kind,
         server=server,
@@ -128,8 +134,22 @@ def console_run(
         # Pinning a server seen for the first time is a pin decision: it takes that right.
         trust_first_use=user.has_perm(APPROVE_PIN_PERMISSION),
         actor=user,
+        exchange_id=exchange_id_new(),
+        recorder=messages.append,
     )
-    return _turn_record(user=user, server=server, token=token, prompt=prompt, exchange=exchange)
+    return _turn_record(
+        user=user,
+        server=server,
+        token=token,
+        prompt=prompt,
+        exchange=exchange,
+        transcript=transcript_capped(messages, known=(token.value,)),
+    )
+
+
+def exchange_id_new() -> str:
+    """Random, so that no other client's X-Request-ID is likely to collide with it."""
+    return uuid.uuid4().hex
 
 
 def rendered_discovery(discovery) -> dict:
@@ -183,7 +203,9 @@ def _finite(value):
     return value
 
 
-def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleTurn:
+def _turn_record(
+    *, user, server, token, prompt, exchange: Exchange, transcript: list[dict]
+) -> ConsoleTurn:
     """Keep the turn (what the admin saw) and its audit event, both from the same result or
     error, in one transaction."""
     result, error = exchange.result, exchange.error
@@ -219,6 +241,8 @@ def _turn_record(*, user, server, token, prompt, exchange: Exchange) -> ConsoleT
             token_prefix=token.prefix,
             token_fingerprint=token.fingerprint,
             request_id=getattr(result, "request_id", "") or "",
+            exchange_id=exchange.exchange_id,
+            transcript=transcript,
         )
         mcp_exchange_audit(
             exchange=exchange,

@@ -21,6 +21,7 @@ from registry.mcp.errors import (
     Unauthorized,
     to_public_mcp_error,
 )
+from registry.mcp.transport import TranscriptRecorder
 from registry.models import ConsoleTurn, McpServer
 from registry.tokens import (
     MalformedToken,
@@ -56,6 +57,7 @@ class Exchange:
     result: Discovery | CallResult | None = None
     error: BaseException | None = None
     latency_ms: float = 0.0
+    exchange_id: str = ""
 
 
 def mcp_exchange_run(
@@ -67,17 +69,26 @@ def mcp_exchange_run(
     limit: int = DEFAULT_LIMIT,
     trust_first_use: bool,
     actor=None,
+    exchange_id: str = "",
+    recorder: TranscriptRecorder | None = None,
 ) -> Exchange:
     """Discover (`kind` "discover") or call ("call") a registered server with this token.
 
     Never raises: whatever goes wrong, from a refused URL to a server answering garbage, comes
-    back as the exchange's error for `to_public_mcp_error` to put in Korean."""
+    back as the exchange's error for `to_public_mcp_error` to put in Korean. `exchange_id` goes
+    on every HTTP request (X-Request-ID) and on the exchange's own audit event, so that all of
+    them can be listed together; `recorder` receives each JSON-RPC message sent and received."""
     started = time.perf_counter()
     result: Discovery | CallResult
     try:
         if kind == ConsoleTurn.Kind.DISCOVER:
             result = kb_tools_discover(
-                server=server, token=token, actor=actor, trust_first_use=trust_first_use
+                server=server,
+                token=token,
+                actor=actor,
+                trust_first_use=trust_first_use,
+                exchange_id=exchange_id or None,
+                recorder=recorder,
             )
         else:
             result = kb_tool_call(
@@ -87,10 +98,12 @@ def mcp_exchange_run(
                 limit=limit,
                 actor=actor,
                 trust_first_use=trust_first_use,
+                exchange_id=exchange_id or None,
+                recorder=recorder,
             )
     except Exception as exc:  # every failure becomes a safe public message and an audit event
-        return Exchange(kind, error=exc, latency_ms=_since(started))
-    return Exchange(kind, result=result, latency_ms=_since(started))
+        return Exchange(kind, error=exc, latency_ms=_since(started), exchange_id=exchange_id)
+    return Exchange(kind, result=result, latency_ms=_since(started), exchange_id=exchange_id)
 
 
 def _since(started: float) -> float:
@@ -138,7 +151,7 @@ def mcp_exchange_audit(
 ) -> AuditEvent:
     """The audit event of one exchange ("console.discover" / "console.call"), or of a refusal
     before anything was sent (`kind` then says which it would have been): outcome, HTTP status,
-    request id, server, tool, row count, latency, the token's display prefix and keyed
+    request id, exchange id, server, tool, row count, latency, the token's display prefix and keyed
     fingerprint (never the token), a keyed hash of the prompt (never its text)."""
     kind = exchange.kind if exchange is not None else kind
     values: dict = {
@@ -149,6 +162,8 @@ def mcp_exchange_audit(
         "stakeholder_role": stakeholder_role,
         "actor": actor,
         "latency_ms": exchange.latency_ms if exchange is not None else None,
+        # The id every request of the exchange carried: /mcp keeps it as their client request id.
+        "client_request_id": (exchange.exchange_id or None) if exchange is not None else None,
     }
     if token:
         try:

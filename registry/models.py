@@ -265,6 +265,10 @@ class ConsoleTurn(models.Model):
     token_prefix = models.CharField(_("토큰 접두어"), max_length=16, blank=True)
     token_fingerprint = models.CharField(_("토큰 지문"), max_length=64, blank=True)
     request_id = models.CharField(_("요청 ID"), max_length=64, blank=True)
+    # The X-Request-ID every request of the exchange carried; its audit events share it.
+    exchange_id = models.CharField(_("교환 ID"), max_length=64, blank=True)
+    # The JSON-RPC messages as sent and received (no header, so never the bearer), each capped.
+    transcript = models.JSONField(_("원본 JSON-RPC"), default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

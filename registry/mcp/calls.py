@@ -39,7 +39,7 @@ from registry.mcp.errors import (
     ToolDefinitionChanged,
     ToolNotOffered,
 )
-from registry.mcp.transport import McpHttpSession
+from registry.mcp.transport import McpHttpSession, TranscriptRecorder
 from registry.models import McpServer
 from registry.tokens import (
     MalformedToken,
@@ -173,6 +173,8 @@ def kb_tools_discover(
     environ: Mapping[str, str] | None = None,
     timeout: float | None = None,
     trust_first_use: bool = False,
+    exchange_id: str | None = None,
+    recorder: TranscriptRecorder | None = None,
 ) -> Discovery:
     """initialize → notifications/initialized → tools/list, then check the allowed tool.
 
@@ -186,10 +188,13 @@ def kb_tools_discover(
     tool with its pin (`pinning.tool_pins_check`: `trust_first_use` says whether the asker may
     pin a server seen for the first time; `actor` is who is asking, for the audit). Raises an
     McpClientError (see `to_public_mcp_error`); no request is sent when the token is missing,
-    the tool is not allowlisted or the URL cannot be resolved.
+    the tool is not allowlisted or the URL cannot be resolved. `exchange_id` and `recorder`: see
+    McpHttpSession.
     """
     declaration, url, bearer, tool_name, seconds = _prepare(server, token, tool, environ, timeout)
-    with McpHttpSession(url, token=bearer, timeout=seconds) as session:
+    with McpHttpSession(
+        url, token=bearer, timeout=seconds, exchange_id=exchange_id, recorder=recorder
+    ) as session:
         session.initialize()
         session.notify_initialized()
         tools = session.list_tools()
@@ -225,6 +230,8 @@ def kb_tool_call(
     environ: Mapping[str, str] | None = None,
     timeout: float | None = None,
     trust_first_use: bool = False,
+    exchange_id: str | None = None,
+    recorder: TranscriptRecorder | None = None,
 ) -> CallResult:
     """The whole flow, then one tools/call with only `prompt` and the clamped `limit`.
 
@@ -243,7 +250,9 @@ def kb_tool_call(
         raise ServerNotRegistered("tools are only called on registered servers")
     prompt = checked_prompt(prompt, max_length=settings.MCP_PROMPT_MAX_LENGTH)
     limit = clamp_limit(limit)
-    with McpHttpSession(url, token=bearer, timeout=seconds) as session:
+    with McpHttpSession(
+        url, token=bearer, timeout=seconds, exchange_id=exchange_id, recorder=recorder
+    ) as session:
         session.initialize()
         session.notify_initialized()
         tools = session.list_tools()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
@@ -53,6 +53,10 @@ MAX_RESUME_WAIT_SECONDS = 5.0
 SESSION_ID_RE = re.compile(r"^[\x21-\x7e]{1,256}$")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 USER_AGENT = "hyperbook-mcp-client/0.1"
+
+# One message of the conversation as it went: "sent" (the JSON-RPC request or notification, never
+# a header) or "received" (the HTTP status and the answer, secrets already redacted).
+TranscriptRecorder = Callable[[dict], None]
 
 
 def mcp_headers(
@@ -114,8 +118,17 @@ class McpHttpSession:
         token: str | None,
         timeout: float,
         client_info: Mapping | None = None,
+        exchange_id: str | None = None,
+        recorder: TranscriptRecorder | None = None,
     ):
+        """`exchange_id`: sent as the X-Request-ID of every HTTP request of this conversation, so
+        the server's audit events of one exchange share it (else each request gets its own).
+        `recorder`: called with each message sent and received, for a caller's transcript."""
+        if exchange_id is not None and not REQUEST_ID_RE.match(exchange_id):
+            raise ValueError("an exchange id is 8 to 64 letters, digits, '.', '_' or '-'")
         self.url = url
+        self.exchange_id = exchange_id
+        self._recorder = recorder
         self.timeout = timeout
         self.client_info = dict(client_info or CLIENT_INFO)
         self._bearer = None if token is None else normalize_token(token)
@@ -231,10 +244,11 @@ class McpHttpSession:
                 await client.delete(self.url, headers=headers)
 
     def _headers(self) -> tuple[dict[str, str], str]:
-        """Headers for the next HTTP request, with a fresh X-Request-ID (also returned)."""
+        """Headers for the next HTTP request, with its X-Request-ID (also returned): the exchange's
+        id, or a fresh one."""
         headers = mcp_headers(self._bearer, self.protocol_version, self.session_id)
         headers["Accept-Encoding"] = "identity"  # the byte budget counts what the server sent
-        request_id = uuid.uuid4().hex
+        request_id = self.exchange_id or uuid.uuid4().hex
         headers["X-Request-ID"] = request_id
         return headers, request_id
 
@@ -245,6 +259,7 @@ class McpHttpSession:
         self.last_request_id, self.last_status = request_id, None
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
         context = {"rpc_method": method, "request_id": request_id}
+        self._record({"direction": "sent", "method": method, "message": message})
         try:
             # Each POST runs on an event loop of its own so that one deadline (fail_after) covers
             # the connection, the headers and every byte of the body; httpx's own timeouts are
@@ -271,6 +286,16 @@ class McpHttpSession:
                 ):
                     context["request_id"] = self.last_request_id = answer_id
                 self.last_status = response.status_code
+                if not (expect_answer and 200 <= response.status_code < 300):
+                    # A request's 2xx answer is recorded with its body once read and redacted
+                    # (_redacted_answer); a notification's or a refusal's status only, here.
+                    self._record(
+                        {
+                            "direction": "received",
+                            "method": message["method"],
+                            "http_status": response.status_code,
+                        }
+                    )
                 await self._check_status(response, context)
                 if message["method"] == "initialize":
                     self._take_session_id(response, context)
@@ -293,7 +318,19 @@ class McpHttpSession:
             payload = redact_secrets(payload, known=(self._bearer,) if self._bearer else ())
         except TooDeeplyNested:
             raise MalformedResponse("the answer is nested too deeply", **context) from None
+        self._record(
+            {
+                "direction": "received",
+                "method": context.get("rpc_method", ""),
+                "http_status": self.last_status,
+                "message": payload,
+            }
+        )
         return _answer_of(payload, rpc_id, context)
+
+    def _record(self, entry: dict) -> None:
+        if self._recorder is not None:
+            self._recorder(entry)
 
     async def _check_status(self, response: httpx.Response, context: dict) -> None:
         status = response.status_code
