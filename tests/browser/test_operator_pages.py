@@ -363,11 +363,18 @@ def test_the_event_list_searches_exports_and_links(pages_site, browser, username
 
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
-def test_renewing_shows_the_successors_token_once(pages_site, browser, django_db_blocker, language):  # noqa: F811
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_renewing_shows_the_successors_token_once(
+    pages_site,
+    browser,  # noqa: F811
+    django_db_blocker,
+    username,
+    language,
+):
     page = logged_in(
-        browser, pages_site, "pages-admin", language, "/admin/registry/tokendelegation/add/"
+        browser, pages_site, username, language, "/admin/registry/tokendelegation/add/"
     )
-    filled(page, {"stakeholder": "KB-P-001", "agent_name": f"renew {language}"})
+    filled(page, {"stakeholder": "KB-P-001", "agent_name": f"renew {username} {language}"})
     page.click("input[type=submit]")
     page.wait_for_selector("#issued-token")
     page.click("#token-once ~ .agent-setup a[href$='/change/']")
@@ -379,9 +386,104 @@ def test_renewing_shows_the_successors_token_once(pages_site, browser, django_db
     page.wait_for_selector("#issued-token")
     shot(
         page,
-        f"renewed-{language}",
+        f"renewed-{username}-{language}",
         mask=["#issued-token", "#setup-vscode-embedded", "#setup-claude", "#setup-inspector"],
     )
     page.reload()
     assert page.locator("#token-gone").is_visible()
+    page.close()
+
+
+def in_db_thread(django_db_blocker, read):
+    """Run `read` against the database from another thread (Playwright's sync API keeps an event
+    loop in this one)."""
+
+    def run():
+        with django_db_blocker.unblock():
+            try:
+                return read()
+            finally:
+                connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result(timeout=30)
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+@pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
+def test_bulk_revoking_asks_one_reason_beside_its_field_and_audits_each(
+    pages_site,
+    browser,  # noqa: F811
+    django_db_blocker,
+    username,
+    language,
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from audit.models import AuditEvent
+    from kb.models import Stakeholder
+    from registry.delegations import delegation_issue
+
+    agent = f"bulk {username} {language}"
+
+    def issue_two():
+        planner = Stakeholder.objects.get(stakeholder_id="KB-P-001")
+        expires = timezone.now() + timedelta(days=3)
+        for _ in range(2):
+            delegation_issue(stakeholder=planner, agent_name=agent, expires_at=expires)
+
+    in_db_thread(django_db_blocker, issue_two)
+    page = logged_in(browser, pages_site, username, language, "/admin/registry/tokendelegation/")
+    page.fill("#searchbar", agent)
+    page.press("#searchbar", "Enter")
+    page.wait_for_selector("#result_list")
+    assert page.locator("#result_list tbody tr").count() == 2
+    page.check("#action-toggle")
+    page.select_option("select[name=action]", "revoke_selected")
+    page.click("button[name=index]")
+    page.wait_for_selector("#revoke-selected-list")
+    assert page.locator("#revoke-selected-list li").count() == 2
+
+    # A blank reason (spaces pass the browser's own check) is refused beside the field.
+    page.fill("[name=reason]", "   ")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#revoke-selected-list")
+    assert page.locator(".form-row .errorlist").count() == 1
+    revoked = lambda: TokenDelegation.objects.filter(  # noqa: E731
+        agent_name=agent, revoked_at__isnull=False
+    ).count()
+    assert in_db_thread(django_db_blocker, revoked) == 0
+
+    page.fill("[name=reason]", f"lost laptop {language}")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#result_list")
+    assert page.locator(".messagelist .success").count() == 1
+    shot(page, f"bulk-revoked-{username}-{language}")
+    page.close()
+
+    def outcome():
+        rows = TokenDelegation.objects.filter(agent_name=agent)
+        events = AuditEvent.objects.filter(
+            action=AuditEvent.Action.DELEGATION_REVOKED,
+            target__in=[f"delegation:{pk}" for pk in rows.values_list("pk", flat=True)],
+        )
+        return (
+            sorted(rows.values_list("revoked_reason", flat=True)),
+            sorted(events.values_list("actor", flat=True)),
+        )
+
+    reasons, actors = in_db_thread(django_db_blocker, outcome)
+    assert reasons == [f"lost laptop {language}"] * 2
+    assert actors == [username] * 2
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_an_auditor_is_offered_no_revoking(pages_site, browser, language):  # noqa: F811
+    page = logged_in(
+        browser, pages_site, "pages-auditor", language, "/admin/registry/tokendelegation/"
+    )
+    page.wait_for_selector("#result_list")  # auditors see the delegations, and cannot end them
+    assert page.locator("select[name=action] option[value=revoke_selected]").count() == 0
     page.close()
