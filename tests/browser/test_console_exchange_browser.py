@@ -2,19 +2,17 @@
 the exchange's audit events, for an mcp_admins member and (from the audit log) for an auditor."""
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
-from django.db import connection
 
 from audit.models import AuditEvent
 from core.groups import AUDITORS, MCP_ADMINS, ensure_default_groups
 from registry.models import ConsoleTurn
 from registry.presets import write_token_presets
 from tests.browser.test_console_browser import PASSWORD, PROMPT, browser  # noqa: F401
-from tests.browser.test_operator_pages import logged_in, shot
+from tests.browser.test_operator_pages import db_read, logged_in, shot
 from tests.live import live_server
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -48,24 +46,10 @@ def listed_events(page) -> set[str]:
     return {m.group(1) for href in links if (m := re.search(r"/([0-9a-f-]{36})/change/", href))}
 
 
-def read(django_db_blocker, query):
-    """`query()` against the database, in a thread of its own: Playwright's event loop runs in
-    this one, where Django refuses database calls."""
-
-    def run():
-        with django_db_blocker.unblock():
-            try:
-                return query()
-            finally:
-                connection.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run).result(timeout=30)
-
-
 def exchange_event_ids(django_db_blocker, exchange_id: str) -> set[str]:
     events = AuditEvent.objects.filter(client_request_id=exchange_id)
-    return read(django_db_blocker, lambda: {str(pk) for pk in events.values_list("pk", flat=True)})
+    pks = events.values_list("pk", flat=True)
+    return db_read(django_db_blocker, lambda: {str(pk) for pk in pks})
 
 
 def latest_exchange() -> tuple[ConsoleTurn, AuditEvent]:
@@ -113,7 +97,7 @@ def test_an_auditor_cannot_use_the_console_but_follows_an_exchange_from_its_even
     browser,  # noqa: F811
     django_db_blocker,
 ):
-    turn, own = read(django_db_blocker, latest_exchange)
+    turn, own = db_read(django_db_blocker, latest_exchange)
     page = logged_in(
         browser, exchange_site, AUDITOR, "en", f"/admin/audit/auditevent/{own.pk}/change/"
     )

@@ -69,6 +69,21 @@ def filled(page, fields: dict[str, str]) -> None:
             field.fill(value)
 
 
+def db_read(django_db_blocker, read):
+    """Run `read` against the database from another thread (Playwright's sync API keeps an event
+    loop in this one)."""
+
+    def run():
+        with django_db_blocker.unblock():
+            try:
+                return read()
+            finally:
+                connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result(timeout=30)
+
+
 def shot(page, name: str, mask=()):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(
@@ -209,16 +224,7 @@ def test_a_reload_or_a_back_navigation_neither_shows_nor_issues_the_token_again(
     assert "/issued/" in issued_at
 
     def issued() -> int:
-        # Playwright's sync API keeps an event loop in this thread: ask the database from another.
-        def count():
-            with django_db_blocker.unblock():
-                try:
-                    return TokenDelegation.objects.filter(agent_name=agent).count()
-                finally:
-                    connection.close()
-
-        with ThreadPoolExecutor(1) as pool:
-            return pool.submit(count).result(timeout=30)
+        return db_read(django_db_blocker, TokenDelegation.objects.filter(agent_name=agent).count)
 
     assert issued() == 1
     response = page.reload()
@@ -394,21 +400,6 @@ def test_renewing_shows_the_successors_token_once(
     page.close()
 
 
-def in_db_thread(django_db_blocker, read):
-    """Run `read` against the database from another thread (Playwright's sync API keeps an event
-    loop in this one)."""
-
-    def run():
-        with django_db_blocker.unblock():
-            try:
-                return read()
-            finally:
-                connection.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run).result(timeout=30)
-
-
 @pytest.mark.parametrize("language", list(LANGUAGES))
 @pytest.mark.parametrize("username", ["pages-admin", "pages-mcpadmin"])
 def test_bulk_revoking_asks_one_reason_beside_its_field_and_audits_each(
@@ -434,7 +425,7 @@ def test_bulk_revoking_asks_one_reason_beside_its_field_and_audits_each(
         for _ in range(2):
             delegation_issue(stakeholder=planner, agent_name=agent, expires_at=expires)
 
-    in_db_thread(django_db_blocker, issue_two)
+    db_read(django_db_blocker, issue_two)
     page = logged_in(browser, pages_site, username, language, "/admin/registry/tokendelegation/")
     page.fill("#searchbar", agent)
     page.press("#searchbar", "Enter")
@@ -454,7 +445,7 @@ def test_bulk_revoking_asks_one_reason_beside_its_field_and_audits_each(
     revoked = lambda: TokenDelegation.objects.filter(  # noqa: E731
         agent_name=agent, revoked_at__isnull=False
     ).count()
-    assert in_db_thread(django_db_blocker, revoked) == 0
+    assert db_read(django_db_blocker, revoked) == 0
 
     page.fill("[name=reason]", f"lost laptop {language}")
     page.click("input[type=submit]")
@@ -474,7 +465,7 @@ def test_bulk_revoking_asks_one_reason_beside_its_field_and_audits_each(
             sorted(events.values_list("actor", flat=True)),
         )
 
-    reasons, actors = in_db_thread(django_db_blocker, outcome)
+    reasons, actors = db_read(django_db_blocker, outcome)
     assert reasons == [f"lost laptop {language}"] * 2
     assert actors == [username] * 2
 
