@@ -49,10 +49,14 @@ golang:
 		apt-get install -y -qq golang-go golang-golang-x-mod-dev >/dev/null; } || \
 		echo "Go is not installed: the Go verifier test will say so"
 
-# SQLite first (the embedded default), then every database test again on PostgreSQL.
+# SQLite first (the embedded default), then every database test again on PostgreSQL; each file's
+# tests on one of two workers, then the tests that time themselves with the machine to themselves.
+PARALLEL := -n 2 --dist loadfile
 test: lint chromium golang
-	$(BIN)/pytest
-	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m db
+	$(BIN)/pytest $(PARALLEL) -m "not alone"
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest $(PARALLEL) -m "db and not alone"
+	$(BIN)/pytest -m alone
+	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest -m "db and alone"
 
 # In-process tests on SQLite only: no server, subprocess, worker, browser or bulk data (`slow`).
 test-fast: $(VENV)/.installed

@@ -26,6 +26,20 @@ def pytest_collection_modifyitems(config, items):
             items[:] = keep
 
 
+# Redis databases the tests may use, by purpose; each test process (an xdist worker) takes its own
+# block, counted down from 15, so parallel workers never flush each other's data.
+REDIS_TEST_PURPOSES = ("audit", "rate_limits", "sign_in")
+
+
+def redis_test_url(purpose: str) -> str:
+    """The URL of this test process's own Redis database for `purpose`."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    database = 15 - len(REDIS_TEST_PURPOSES) * int(worker or 0) - REDIS_TEST_PURPOSES.index(purpose)
+    if database < 1:  # 0 is the one a development server uses
+        raise RuntimeError(f"too many test workers for Redis' 16 databases ({worker})")
+    return f"redis://127.0.0.1:6379/{database}"
+
+
 def service_missing(reason: str) -> None:
     """Locally a missing service skips the test; in CI it is a failure."""
     if os.environ.get("CI", "").lower() == "true":

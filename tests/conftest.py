@@ -24,3 +24,34 @@ def kb_demo(django_db_setup, django_db_blocker):
         call_command("load_kb_demo", stdout=io.StringIO())
         yield
         transaction.set_rollback(True)
+
+
+def _row_counts() -> tuple[int, ...]:
+    """How many rows each of the project's tables holds, in one statement."""
+    tables = sorted(connection.introspection.django_table_names(only_existing=True))
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(f"(SELECT COUNT(*) FROM {quote(t)})" for t in tables))
+        return tuple(cursor.fetchone())
+
+
+@pytest.fixture(scope="session")
+def _rows_as_migrated(django_db_setup, django_db_blocker) -> tuple[int, ...]:
+    with django_db_blocker.unblock():
+        return _row_counts()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _committed_rows_flushed(request):
+    """A module whose tests share committed rows with a server process (tests.live) leaves
+    them behind; they are flushed when it ends, as a transactional test's are, so that the next
+    module starts from the migrated database whichever order or worker runs it."""
+    module = request.module
+    if not any(i.module is module and i.get_closest_marker("db") for i in request.session.items):
+        yield
+        return
+    as_migrated = request.getfixturevalue("_rows_as_migrated")
+    yield
+    with request.getfixturevalue("django_db_blocker").unblock():
+        if _row_counts() != as_migrated:
+            call_command("flush", interactive=False, verbosity=0)

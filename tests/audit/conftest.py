@@ -2,10 +2,10 @@ import pytest
 import redis
 from django.contrib.auth.models import Group, User
 
-from conftest import service_missing
+from conftest import redis_test_url, service_missing
 
 # A Redis database of its own for the tests that run real Celery workers.
-BROKER = "redis://127.0.0.1:6379/14"
+BROKER = redis_test_url("audit")
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from tests.live import live_server
 from tests.mcpserver.conftest import MCP_HEADERS, call
 from tests.mcpserver.test_rate_limits import PrivateRedis
 
-pytestmark = [pytest.mark.db, pytest.mark.slow]
+pytestmark = [pytest.mark.db, pytest.mark.slow, pytest.mark.alone]
 
 ASKED = 40  # sequential questions per phase
 

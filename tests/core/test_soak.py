@@ -17,7 +17,7 @@ import pytest
 from conftest import service_missing
 from tests.live import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 ADMIN_URL = os.environ.get("SOAK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 

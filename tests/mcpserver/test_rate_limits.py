@@ -4,7 +4,7 @@ import httpx
 import pytest
 import redis
 
-from conftest import service_missing
+from conftest import redis_test_url, service_missing
 from tests.live import live_server
 from tests.mcpserver.conftest import MCP_HEADERS, Server, rpc
 
@@ -20,7 +20,7 @@ def strict_server(world, tmp_path):
 
 @pytest.fixture
 def redis_url():
-    url = "redis://127.0.0.1:6379/15"
+    url = redis_test_url("rate_limits")
     try:
         client = redis.Redis.from_url(url, socket_timeout=2)
         client.ping()

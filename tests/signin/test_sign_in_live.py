@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
-from conftest import service_missing
+from conftest import redis_test_url, service_missing
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from signin.models import StakeholderLogin
@@ -33,7 +33,7 @@ from tests.mcpserver.conftest import TOOL
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
-BROKER = "redis://127.0.0.1:6379/12"
+BROKER = redis_test_url("sign_in")
 PASSWORD = "sign-in-test-password-51c2"  # noqa: S105  (a throwaway test login)
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
