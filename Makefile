@@ -60,7 +60,7 @@ test: lint chromium golang
 
 # In-process tests on SQLite only: no server, subprocess, worker, browser or bulk data (`slow`).
 test-fast: $(VENV)/.installed
-	$(BIN)/pytest -q -m "not slow" -n 2
+	$(BIN)/pytest -q -m "not slow" $(PARALLEL)
 
 # The English catalogue: collect our messages into locale/en, then compile it. The .mo is committed,
 # so `make run` needs no gettext; this target does (xgettext, msgmerge, msgfmt).
