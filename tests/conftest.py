@@ -27,7 +27,8 @@ def kb_demo(django_db_setup, django_db_blocker):
 
 
 def _row_counts() -> tuple[int, ...]:
-    """How many rows each of the project's tables holds, in one statement."""
+    """How many rows each of the project's tables holds, in one statement (the tests connect as a
+    superuser on PostgreSQL, whom the KB tables' row-level security does not hide rows from)."""
     tables = sorted(connection.introspection.django_table_names(only_existing=True))
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
