@@ -1,6 +1,7 @@
 """Test-wide wiring: which database a run uses, and how missing services are treated."""
 
 import os
+from contextlib import contextmanager
 
 import pytest
 
@@ -38,6 +39,24 @@ def redis_test_url(purpose: str) -> str:
     if database < 1:  # 0 is the one a development server uses
         raise RuntimeError(f"too many test workers for Redis' 16 databases ({worker})")
     return f"redis://127.0.0.1:6379/{database}"
+
+
+@contextmanager
+def redis_test_database(purpose: str):
+    """This test process's own Redis database for `purpose` as (url, client), emptied before and
+    after; a Redis that does not answer is a missing service."""
+    import redis
+
+    url = redis_test_url(purpose)
+    client = redis.Redis.from_url(url, socket_timeout=2)
+    try:
+        client.flushdb()
+    except redis.RedisError:
+        service_missing("Redis is not reachable on 127.0.0.1:6379")
+    try:
+        yield url, client
+    finally:
+        client.flushdb()
 
 
 def service_missing(reason: str) -> None:

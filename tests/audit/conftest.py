@@ -1,8 +1,7 @@
 import pytest
-import redis
 from django.contrib.auth.models import Group, User
 
-from conftest import redis_test_url, service_missing
+from conftest import redis_test_database, redis_test_url
 
 # A Redis database of its own for the tests that run real Celery workers.
 BROKER = redis_test_url("audit")
@@ -10,14 +9,8 @@ BROKER = redis_test_url("audit")
 
 @pytest.fixture
 def broker():
-    client = redis.Redis.from_url(BROKER, socket_timeout=2)
-    try:
-        client.ping()
-    except redis.RedisError:
-        service_missing("Redis is not reachable on 127.0.0.1:6379")
-    client.flushdb()
-    yield client
-    client.flushdb()
+    with redis_test_database("audit") as (_, client):
+        yield client
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import httpx
 import pytest
 import redis
 
-from conftest import redis_test_url, service_missing
+from conftest import redis_test_database, service_missing
 from tests.live import live_server
 from tests.mcpserver.conftest import MCP_HEADERS, Server, rpc
 
@@ -20,15 +20,8 @@ def strict_server(world, tmp_path):
 
 @pytest.fixture
 def redis_url():
-    url = redis_test_url("rate_limits")
-    try:
-        client = redis.Redis.from_url(url, socket_timeout=2)
-        client.ping()
-    except redis.RedisError:
-        service_missing("Redis is not reachable on 127.0.0.1:6379")
-    client.flushdb()
-    yield url
-    client.flushdb()
+    with redis_test_database("rate_limits") as (url, _):
+        yield url
 
 
 def test_a_delegation_over_its_rate_is_429_with_retry_after(strict_server, world):

@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
-from conftest import redis_test_url, service_missing
+from conftest import redis_test_database, redis_test_url, service_missing
 from kb.models import Stakeholder
 from registry.models import TokenDelegation
 from signin.models import StakeholderLogin
@@ -85,19 +85,14 @@ def signin_site(world, tmp_path_factory, django_db_blocker):
         client_id = json.loads(out.read_text())["client_id"]
     log = folder / "server.log"
     # A real broker, so that what the server queues (audit deliveries) can be searched after.
-    broker = redis.Redis.from_url(BROKER)
-    try:
-        broker.flushdb()
-    except redis.RedisError:
-        service_missing("Redis is not answering on 127.0.0.1:6379")
-    env = {
-        "MCP_RATE_LIMIT": "10000/minute",
-        "CELERY_BROKER_URL": BROKER,
-        "EGS2_MEMORY_API_URL": "http://127.0.0.1:9/memories",  # queued, never delivered
-    }
-    with live_server(log, env) as url:
-        yield {"url": url, "log": log, "client_id": client_id, "redirect_uri": redirect_uri}
-    broker.flushdb()
+    with redis_test_database("sign_in"):
+        env = {
+            "MCP_RATE_LIMIT": "10000/minute",
+            "CELERY_BROKER_URL": BROKER,
+            "EGS2_MEMORY_API_URL": "http://127.0.0.1:9/memories",  # queued, never delivered
+        }
+        with live_server(log, env) as url:
+            yield {"url": url, "log": log, "client_id": client_id, "redirect_uri": redirect_uri}
 
 
 async def sign_in_and_call(site: dict, username: str, prompt: str, shots: list[Path]):
