@@ -1,9 +1,16 @@
-"""Select AI accuracy per question family: what each question of the three sets comes to.
+"""Select AI accuracy per question family: what each question of the four sets comes to.
 
 The sets: the prompt suite (tests/kb/selectai_suite.py), the held-out set
-(tests/kb/selectai_heldout.py) and the second held-out set (tests/kb/selectai_heldout2.py).
-Each question is right (the truth, or the refusal it expects), refused naming what could not be
-used, wrong but flagged (its answer lists words it left out), or wrong and silent.
+(tests/kb/selectai_heldout.py), the second and third held-out sets
+(tests/kb/selectai_heldout2.py, tests/kb/selectai_heldout3.py). Each question is right (the
+truth, or the refusal it expects), refused naming what could not be used, wrong but flagged (its
+answer lists words it left out), or wrong and silent. "by proof" counts the refusals the second
+reading made (kb.proof: the two readings disagreed).
+
+RS(c) scores as EHRSQL 2024 does text-to-SQL with abstention: +1 for a right answer or a right
+refusal, 0 for refusing an answerable question, -c for a wrong answer (flagged or silent), over
+the number of questions. RS(0) rewards only being right; RS(10) is what a confident wrong
+answer costs an agent that relays it.
 
     .venv/bin/python bench/selectai_accuracy.py
     .venv/bin/python bench/selectai_accuracy.py --verbose     # also each wrong case and why
@@ -29,6 +36,7 @@ SUITES = (
     ("suite", "prompt suite (the reader was tuned on it)"),
     ("heldout", "held-out set (written after tuning, not used to tune)"),
     ("heldout2", "second held-out set (written before the staged reader, by others)"),
+    ("heldout3", "third held-out set (written before the second reading, by others)"),
 )
 
 
@@ -44,11 +52,13 @@ def child() -> None:
     call_command("load_kb_demo", stdout=io.StringIO())
     from tests.kb.selectai_heldout import CASES as HELDOUT
     from tests.kb.selectai_heldout2 import CASES as HELDOUT2
+    from tests.kb.selectai_heldout3 import CASES as HELDOUT3
     from tests.kb.selectai_suite import CASES, RIGHT, refusals
     from tests.kb.truth import assert_policy_exact, assert_refusal_policy_exact
 
     results, wrong = [], []
-    for suite, cases in (("suite", CASES), ("heldout", HELDOUT), ("heldout2", HELDOUT2)):
+    sets = (("suite", CASES), ("heldout", HELDOUT), ("heldout2", HELDOUT2), ("heldout3", HELDOUT3))
+    for suite, cases in sets:
         for case in cases:
             try:
                 outcome, got = case.outcome()
@@ -65,9 +75,11 @@ def child() -> None:
                 exact = True
             except AssertionError:
                 exact = False
+            by_proof = getattr(got, "reason", None) == "proof_disagrees"
             results.append(
-                {"suite": suite, "family": case.family, "outcome": outcome, "exact": exact}
-            )
+                {"suite": suite, "family": case.family, "outcome": outcome, "exact": exact,
+                 "by_proof": by_proof}
+            )  # fmt: skip
     childproc.print_result({"results": results, "wrong": wrong})
 
 
@@ -97,9 +109,20 @@ def report(result: dict, verbose: bool, markdown: bool) -> None:
 OUTCOMES = ("right", "refused", "flagged", "silent")
 
 
+def rs(results: list[dict], penalty: float) -> float:
+    """EHRSQL's reliability score: +1 right, 0 refused, -penalty wrong, over every question."""
+    score = sum(
+        1 if r["outcome"] == "right" else -penalty if r["outcome"] in ("flagged", "silent") else 0
+        for r in results
+    )
+    return score / len(results)
+
+
 def table(results: list[dict], markdown: bool) -> None:
-    """Per family: right; refused naming the words; wrong but flagged; wrong and silent."""
-    header = ("family", "cases", "right", "refused", "flagged", "silent", "right %")
+    """Per family: right; refused naming the words (by the second reading); wrong but flagged;
+    wrong and silent; RS(0) and RS(10)."""
+    header = ("family", "cases", "right", "refused", "by proof", "flagged", "silent", "right %",
+              "RS(0)", "RS(10)")  # fmt: skip
     if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
@@ -108,8 +131,10 @@ def table(results: list[dict], markdown: bool) -> None:
     families = list(dict.fromkeys(r["family"] for r in results)) + ["all"]
     for family in families:
         rows = [r for r in results if family in ("all", r["family"])]
-        counts = [sum(r["outcome"] == o for r in rows) for o in OUTCOMES]
-        cells = [family, len(rows), *counts, f"{counts[0] / len(rows):.1%}"]
+        right, refused, flagged, silent = (sum(r["outcome"] == o for r in rows) for o in OUTCOMES)
+        by_proof = sum(r.get("by_proof", False) for r in rows)
+        scores = [f"{right / len(rows):.1%}", f"{rs(rows, 0):.1%}", f"{rs(rows, 10):.1%}"]
+        cells = [family, len(rows), right, refused, by_proof, flagged, silent, *scores]
         if markdown:
             print("| " + " | ".join(str(c) for c in cells) + " |")
         else:

@@ -16,6 +16,7 @@ from django.utils import translation
 
 from core import tracing
 from core.redaction import redact_secrets
+from kb import proof
 from kb.answers import answer_build
 from kb.errors import KbError
 from kb.ords import ords_answer, ords_config
@@ -130,6 +131,8 @@ def _answer(
         raise QuestionRefused(message, reason=refusal.reason, words=words)
     if parsed.plan is None:
         return _help_answer(asker, limit, {**interpretation, "help": parsed.help})
+    with tracing.span("kb.proofread"):
+        _proofread(prompt, parsed.plan, asker, as_of=as_of, vocabulary=vocabulary)
     try:
         policed = police(
             plan_parse(parsed.plan), asker, unexpressed=tuple(parsed.unexpressed), as_of=as_of
@@ -146,6 +149,31 @@ def _answer(
     )
     answered["interpretation"] = {**answered["interpretation"], "summary": summary}
     return answered
+
+
+def _proofread(
+    prompt: str, plan: dict, asker: StakeholderSnapshot, *, as_of, vocabulary: Vocabulary
+) -> None:
+    """QuestionRefused (proof_disagrees) unless the second reading of the question agrees with
+    the plan: a question the two readings understand differently is never answered. The
+    refusal says how the words were read, and offers the question rewritten that way when the
+    reader then reads it as the proof-reader does."""
+    text = proof.normalise(prompt)
+    disagreements = proof.proofread(text, plan, as_of)
+    if not disagreements:
+        return
+    suggestion = proof.rephrased(text, disagreements)
+    if suggestion is not None:
+        again = parse_prompt(
+            suggestion, vocabulary=vocabulary, as_of=as_of, role=asker.role, limit=1,
+            stakeholder_id=asker.stakeholder_id, branch_id=asker.branch_id,
+        )  # fmt: skip
+        if again.plan is None or proof.proofread(suggestion, again.plan, as_of):
+            suggestion = None
+    language = prompt_language(prompt)
+    message = redact_secrets(proof.refusal_message(disagreements, language, suggestion))
+    words = tuple(redact_secrets(d.words) for d in disagreements if d.words)
+    raise QuestionRefused(message, reason=proof.REASON, words=words)
 
 
 def _refuse_masked_uses(read_plan: dict, asker: StakeholderSnapshot, unexpressed) -> None:

@@ -198,3 +198,16 @@ ENTITIES: dict[str, EntitySpec] = {
 
 def field_names(entity: str) -> frozenset[str]:
     return ENTITIES[entity].columns
+
+
+# -- conventions: what everyday words mean in the KB's terms, written once ---------------------
+# The reader maps these words, the proof-reader (kb.proof) checks that a plan carries them, and
+# an answer that used one says so in its notes.
+
+# Money received is paid rows only: "납입 건수", "납입 총액", "들어온 보험료", "받은 보험료",
+# "collected", "received" count or sum the payments whose status is 납입, never the unpaid ones.
+PAID_WORDS = (r"납입\s?건수", r"납입\s?총액", "들어온", "받은", r"\bcollected\b", r"\breceived\b")
+PAID_STATUS = "납입"
+# "만기 예정 계약" (maturing, with no period named): in-force contracts maturing in the next
+# three months. "가장 임박한 만기" asks for the nearest one and gets no window.
+EXPIRING_SOON_MONTHS = 3

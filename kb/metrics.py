@@ -20,7 +20,8 @@ REFUSALS = Counter(
     ["reason"],
 )
 REFUSAL_REASONS = frozenset(
-    {"masked_condition", "unread_words", "out_of_data", "policy_refused", "invalid_plan"}
+    {"masked_condition", "unread_words", "out_of_data", "proof_disagrees", "policy_refused"}
+    | {"invalid_plan"}
     | {"engine_error"}
 )
 

@@ -1,0 +1,338 @@
+"""Does a plan carry what the question says, and nothing it does not? Each check compares one
+kind of thing the proof-reader read (kb.proof.quantities, kb.proof.periods, kb.proof.words) with
+the plan's conditions and returns a Disagreement for each that the plan does not carry with the
+same value and direction, or that the plan carries without the question saying it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kb.catalogue import ENTITIES, Kind
+
+from . import periods, words
+from .periods import Window
+from .quantities import (
+    AFTER,
+    AGE,
+    BAND,
+    BEFORE,
+    DECADE,
+    DOWN,
+    EXACT,
+    UNTIL,
+    UP,
+    WON,
+    Quantity,
+)
+
+MONEY_FIELDS = ("monthly_premium", "sum_insured", "amount")
+_OPS_OF = {UP: {"gte", "gt"}, DOWN: {"lte", "lt"}, EXACT: {"eq", "in"}, BAND: {"gte"}}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One thing the two readings do not agree on, in words for the asker."""
+
+    words: str  # the question's words, as written ("" for something the plan added)
+    read_ko: str  # how the proof-reader read them, or what the plan added
+    read_en: str
+    rewrite: str | None = None  # the words as the reader reads them without doubt ("15,000,000원")
+    span: tuple[int, int] | None = None  # where the words (with their comparison) stand
+
+
+def conditions(plan: dict) -> list[dict]:
+    """The plan's conditions, its own and those on related rows."""
+    out = list(plan.get("filters") or [])
+    for related in plan.get("related") or []:
+        out += related.get("filters") or []
+    return out
+
+
+def _values(item: dict) -> list:
+    value = item["value"]
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+# -- amounts -------------------------------------------------------------------------------------
+
+
+def money(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreement]:
+    english = words.english(text)
+    amounts = [q for q in numbers if _is_money(q, text)]
+    filters = [c for c in conditions(plan) if c["field"] in MONEY_FIELDS]
+    for q in amounts:
+        matching = [c for c in filters if q.value in _values(c)]
+        read = _read(q, english)
+        if not matching:
+            yield Disagreement(q.words, *read, _rewrite(q, english), _word_span(text, q))
+        elif q.direction in _OPS_OF and not any(
+            c["op"] in _OPS_OF[q.direction] or c["op"] == "between" for c in matching
+        ):
+            yield Disagreement(q.words, *read, _rewrite(q, english), _word_span(text, q))
+    said = {q.value for q in numbers} | {q.value + _place(q.value) for q in amounts}
+    for c in filters:
+        for value in _values(c):
+            if isinstance(value, int) and value not in said:
+                label = ENTITIES[plan["entity"]].fields.get(c["field"])
+                name = label.label if label else c["field"]
+                yield Disagreement(
+                    "",
+                    f"질문에 없는 조건({name} {value:,}원)",
+                    f"a condition the question does not state ({name} {value:,} won)",
+                )
+
+
+def _word_span(text: str, q: Quantity) -> tuple[int, int]:
+    """The quantity with its comparison, to the end of the word ("10만원 안 되는")."""
+    end = q.end
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return q.start, end
+
+
+def _is_money(q: Quantity, text: str) -> bool:
+    if q.unit == WON:
+        return True
+    if q.unit is not None:
+        return False
+    money_word = words.MONEY_WORDS.search(text) is not None
+    return q.value >= 1000 and not 1900 <= q.value <= 2999 and (money_word or q.spelled)
+
+
+def _place(value: int) -> int:
+    """6만 -> 1만: the step of a band ("6만원대" is 60,000 up to 70,000)."""
+    place = 1
+    while value and value % (place * 10) == 0:
+        place *= 10
+    return place
+
+
+_DIRECTION_KO = {UP: "이상", DOWN: "이하", EXACT: "정확히", BAND: "대", None: ""}
+_DIRECTION_EN = {UP: "or more", DOWN: "or less", EXACT: "exactly", BAND: "band", None: ""}
+
+
+def _read(q: Quantity, english: bool) -> tuple[str, str]:
+    ko = f"'{q.words}'을(를) {q.shown(False)}{' ' + _DIRECTION_KO[q.direction] if q.direction in _DIRECTION_KO and q.direction else ''}(으)로 읽었습니다"  # noqa: E501
+    en = f"read '{q.words}' as {q.shown(True)}{' ' + _DIRECTION_EN[q.direction] if q.direction in _DIRECTION_EN and q.direction else ''}"  # noqa: E501
+    return ko, en
+
+
+def _rewrite(q: Quantity, english: bool) -> str:
+    if english:
+        return {UP: "at least ", DOWN: "at most ", EXACT: "exactly "}.get(
+            q.direction or "", ""
+        ) + f"{q.value:,} won"
+    suffix = {UP: " 이상", DOWN: " 이하", EXACT: "", BAND: "대"}.get(q.direction or "", "")
+    return f"{q.value:,}원{suffix}"
+
+
+# -- ages ----------------------------------------------------------------------------------------
+
+
+def ages(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreement]:
+    english = words.english(text)
+    said = [q for q in numbers if q.unit in (AGE, DECADE)]
+    filters = [c for c in conditions(plan) if c["field"] in ("age", "age_group")]
+    for q in said:
+        if not any(_age_carried(q, c) for c in filters):
+            yield Disagreement(q.words, *_read(q, english))
+    for q in numbers:  # "over 60", "60 and up": a bare number compared, on an age
+        carried = [c for c in filters if c["field"] == "age" and q.value in _values(c)]
+        if q.unit is None and q.direction in (UP, DOWN) and carried:
+            if not any(c["op"] in _OPS_OF[q.direction] or c["op"] == "between" for c in carried):
+                yield Disagreement(q.words, *_read(q, english))
+    numbers_said = {q.value for q in numbers}
+    for c in filters:
+        for value in _values(c):
+            number = int(str(value)[:2]) if c["field"] == "age_group" else value
+            if isinstance(number, int) and not ({number, number - 9} & numbers_said):
+                yield Disagreement(
+                    "",
+                    f"질문에 없는 나이 조건({value})",
+                    f"an age the question does not state ({value})",
+                )
+
+
+def _age_carried(q: Quantity, c: dict) -> bool:
+    values = _values(c)
+    if q.unit == DECADE:
+        band = f"{q.value}대"
+        if c["field"] == "age_group":
+            return any(str(v).startswith(band) for v in values)
+        if q.direction == UP:
+            return c["op"] in ("gte", "gt") and q.value in values
+        if q.direction == DOWN:
+            return c["op"] in ("lte", "lt") and (q.value + 9 in values or q.value in values)
+        return q.value in values or q.value + 9 in values
+    if q.value not in values:
+        return False
+    return q.direction not in _OPS_OF or c["op"] in _OPS_OF[q.direction] or c["op"] == "between"
+
+
+# -- time ----------------------------------------------------------------------------------------
+
+
+def _bounds(plan: dict) -> dict[str, tuple[dt.date | None, dt.date | None]]:
+    """Each date field's [first, last] day as the plan's conditions leave it."""
+    out: dict[str, tuple[dt.date | None, dt.date | None]] = {}
+    entities = [plan["entity"]] + [r.get("entity") for r in plan.get("related") or []]
+    kinds = {
+        name: spec.kind
+        for entity in entities
+        if entity in ENTITIES
+        for name, spec in ENTITIES[entity].fields.items()
+        if spec.kind in (Kind.DATE, Kind.MONTH)
+    }
+    for c in conditions(plan):
+        kind = kinds.get(c["field"])
+        if kind is None or c["op"] not in ("eq", "gte", "gt", "lte", "lt", "between"):
+            continue
+        low, high = out.get(c["field"], (None, None))
+        values = _values(c)
+        first = _day(values[0], kind, end=False)
+        last = _day(values[-1], kind, end=True)
+        if first is None or last is None:
+            continue
+        if c["op"] in ("eq", "between"):
+            low, high = _max(low, first), _min(high, last)
+        elif c["op"] == "gte":
+            low = _max(low, first)
+        elif c["op"] == "gt":
+            low = _max(low, last + dt.timedelta(days=1))
+        elif c["op"] == "lte":
+            high = _min(high, last)
+        else:
+            high = _min(high, first - dt.timedelta(days=1))
+        out[c["field"]] = (low, high)
+    return out
+
+
+def _day(value, kind: Kind, *, end: bool) -> dt.date | None:
+    try:
+        if kind == Kind.MONTH:
+            year, month = map(int, str(value).split("-"))
+            first = dt.date(year, month, 1)
+            return periods._month_end(year, month) if end else first
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def _max(a, b):
+    return b if a is None else max(a, b)
+
+
+def _min(a, b):
+    return b if a is None else min(a, b)
+
+
+def times(text: str, plan: dict, numbers: list[Quantity], as_of: dt.date):
+    english = words.english(text)
+    bounds = _bounds(plan)
+    named = periods.windows(text, numbers, as_of)
+    if not any(w.exact for w in named):
+        named += periods.relative_year(text, as_of)
+    for window in named:
+        if not any(_window_carried(window, low, high) for low, high in bounds.values()):
+            ko = f"'{window.words}'을(를) {window.shown(False)}(으)로 읽었습니다"
+            yield Disagreement(window.words, ko, f"read '{window.words}' as {window.shown(True)}")
+    windowed = [f for f, (low, high) in bounds.items() if low is not None or high is not None]
+    if windowed and not periods.mentions_time(text):
+        if not (periods.soon_window_allowed(text) and windowed == ["end_date"]):
+            yield Disagreement(
+                "",
+                "질문에 없는 기간 조건",
+                "a time window the question does not state",
+            )
+    yield from _birthdays(text, plan, english)
+
+
+def _window_carried(w: Window, low: dt.date | None, high: dt.date | None) -> bool:
+    if w.direction == BEFORE:
+        return high is not None and high == w.first - dt.timedelta(days=1)
+    if w.direction == AFTER:
+        return low in (w.first, w.last + dt.timedelta(days=1)) and (high is None or high > w.last)
+    if w.direction == UNTIL:
+        return high == w.last
+    if low is None or high is None:
+        return False
+    if w.exact:
+        return low >= w.first and high <= w.last and (low, high) != (w.first, w.first)
+    return low >= w.first and high <= w.last
+
+
+def _birthdays(text: str, plan: dict, english: bool) -> Iterator[Disagreement]:
+    said = periods.birthdays(text)
+    if not said:
+        return
+    births = [c for c in conditions(plan) if c["field"] == "birth_date"]
+    for b in said:
+        key = f"{b.month:02d}-{b.day:02d}"
+        if b.year is not None:  # a whole date of birth: the plan compares birth_date with it
+            day = f"{b.year}-{key}"
+            carried = any(day in map(str, _values(c)) for c in births)
+        else:
+            carried = any(key in _values(c) or _day_of(c) == key for c in births)
+        if not carried:
+            ko = f"'{b.words}'을(를) 생일 {b.month}월 {b.day}일로 읽었습니다"
+            en = f"read '{b.words}' as a birthday on {dt.date(2024, b.month, b.day):%B} {b.day}"
+            yield Disagreement(b.words, ko, en)
+
+
+def _day_of(c: dict) -> str | None:
+    values = _values(c)
+    if c["op"] == "eq" and len(values) == 1 and len(str(values[0])) == 10:
+        return str(values[0])[5:]
+    return None
+
+
+# -- grouping, statuses, names -------------------------------------------------------------------
+
+
+def grouping(text: str, plan: dict) -> Iterator[Disagreement]:
+    grouped = set(plan.get("group_by") or [])
+    for word, dim in words.groupings(text):
+        fields = words.DIM_FIELDS.get(dim, ())
+        if not grouped & set(fields):
+            ko = f"'{word}'을(를) {words.DIM_LABEL[dim][0]}별로 묶으라는 말로 읽었습니다"
+            en = f"read '{word}' as one row per {words.DIM_LABEL[dim][1]}"
+            yield Disagreement(word, ko, en)
+
+
+def statuses(text: str, plan: dict) -> Iterator[Disagreement]:
+    said = words.statuses(text)
+    in_plan = {v for c in conditions(plan) if c["field"] == "status" for v in _values(c)}
+    for word, _entity, value in said.named:
+        if value not in in_plan:
+            ko = f"'{word}'을(를) 상태 '{value}'(으)로 읽었습니다"
+            en = f"read '{word}' as the status {value} ({words.STATUS_EN.get(value, value)})"
+            yield Disagreement(word, ko, en)
+    for value in sorted(in_plan):
+        if value not in said.cued:
+            ko = f"질문에 없는 상태 조건({value})"
+            en = f"a status the question does not state ({words.STATUS_EN.get(value, value)})"
+            yield Disagreement("", ko, en)
+
+
+def names(text: str, plan: dict) -> Iterator[Disagreement]:
+    for c in conditions(plan):
+        if c["field"] != "customer_name":
+            continue
+        for value in _values(c):
+            value = str(value)
+            written = value in text or words.english(text)  # "surnamed Park": romanised
+            if not written or value in words.PEOPLE_WORDS:
+                yield Disagreement(
+                    value,
+                    f"'{value}'은(는) 고객 이름이 아닙니다",
+                    f"'{value}' is not a customer's name",
+                )
+            elif c["op"] == "eq" and words.contains_asked(text, value):
+                yield Disagreement(
+                    value,
+                    f"이름에 '{value}'이(가) 들어가는 고객으로 읽었습니다",
+                    f"read as names containing '{value}'",
+                )
