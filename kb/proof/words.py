@@ -77,7 +77,7 @@ _KO_GROUP = re.compile(
 )
 _EN_GROUP = re.compile(
     r"(?<!sorted )(?<!ordered )(?<!ranked )(?<!sort )(?<!order )(?<!rank )"
-    r"\b(?:per|by|for each|each|every|across|broken down by|grouped by|split by)\s+(?:the\s+)?("
+    r"\b(?:per|by|for each|each|across|broken down by|grouped by|split by)\s+(?:the\s+)?("
     + "|".join(sorted(_EN_DIMS, key=len, reverse=True))
     + r")\b",
     re.IGNORECASE,

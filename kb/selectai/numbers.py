@@ -5,6 +5,8 @@ Digits are handled by the caller; these helpers only turn a single numeral morph
 
 from __future__ import annotations
 
+import re
+
 # Native Korean numerals, including the shortened forms used before counters (한 명, 두 건, 세 개).
 _NATIVE_UNITS = {
     "하나": 1, "한": 1, "둘": 2, "두": 2, "셋": 3, "세": 3, "석": 3, "서": 3,
@@ -79,3 +81,61 @@ def parse_digits(text: str) -> int | None:
     if not cleaned.isascii() or not cleaned.isdigit() or len(cleaned) > 12:
         return None
     return int(cleaned)
+
+
+_DIGIT_PART = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def korean_amount(parts: list[str]) -> float | None:
+    """An amount written in digit and Sino-Korean parts, by place: ["천", "오", "백", "만"] ->
+    15,000,000; ["7", "천", "5", "백만"] -> 75,000,000; ["1.2", "억"] -> 120,000,000.
+
+    Each 만/억/조 closes a group of 천/백/십 places, in falling order; a digit may stand before
+    a place, never two in a row. None when the parts are not one number."""
+    total, group = 0.0, 0.0
+    digit: float | None = None
+    last_large: int | None = None
+    for part in parts:
+        if _DIGIT_PART.fullmatch(part):
+            if digit is not None:
+                return None
+            digit = float(part.replace(",", ""))
+            continue
+        for ch in part:
+            if ch in _SINO_DIGITS:
+                if digit is not None:
+                    return None
+                digit = _SINO_DIGITS[ch]
+            elif ch in _SINO_SMALL_UNITS:
+                group += (1 if digit is None else digit) * _SINO_SMALL_UNITS[ch]
+                digit = None
+            elif ch in _SINO_LARGE_UNITS or ch == "조":
+                large = 10**12 if ch == "조" else _SINO_LARGE_UNITS[ch]
+                if last_large is not None and large >= last_large:
+                    return None
+                total += (group + (digit or 0) or 1) * large
+                group, digit, last_large = 0.0, None, large
+            else:
+                return None
+    return total + group + (digit or 0)
+
+
+_ENGLISH_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty "
+    "ninety hundred".split()
+)
+
+
+def english_number_word(word: str) -> bool:
+    return word.lower() in _ENGLISH_WORDS
+
+
+def english_words_value(words: str) -> int | None:
+    """'twenty five' -> 25, 'two hundred' -> 200 (text2num's English grammar); None otherwise."""
+    from text_to_num import text2num  # a compiled extension: loaded with the first such question
+
+    try:
+        return int(text2num(words.replace("-", " "), "en"))
+    except ValueError:
+        return None

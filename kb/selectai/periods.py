@@ -28,11 +28,11 @@ def year_period(number: NumberMention, as_of: dt.date) -> Period:
     이전 and "before" end before the year.
     """
     year = number.value
+    # Open-ended: "2030년 이후 만기" reaches past the as-of date, where end dates lie.
     if number.modifier == "from":
-        return Period(dt.date(year, 1, 1), max(as_of, dt.date(year, 12, 31)), f"{year}년 이후")
+        return Period(dt.date(year, 1, 1), FAR_FUTURE, f"{year}년 이후", whole_months=False)
     if number.modifier == "after":
-        return Period(dt.date(year + 1, 1, 1), max(as_of, dt.date(year + 1, 12, 31)),
-                      f"{year}년 이후")  # fmt: skip
+        return Period(dt.date(year + 1, 1, 1), FAR_FUTURE, f"{year}년 이후", whole_months=False)
     if number.modifier == "before":
         return Period(EARLIEST, dt.date(year - 1, 12, 31), f"{year}년 이전")
     return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")

@@ -15,6 +15,9 @@ from .lexicon import NOT_NAMES, Match, Token, analyse, lexicon_for
 from .numbers import (
     MAGNITUDE_WORDS,
     english_number,
+    english_number_word,
+    english_words_value,
+    korean_amount,
     native_korean_number,
     parse_digits,
     sino_korean_number,
@@ -48,7 +51,7 @@ _NUMBER_MODIFIERS = {
     "이내": "within", "내": "within", "안": "within", "안쪽": "within", "전": "ago", "후": "later",
     "뒤": "later", "간": "during", "동안": "during", "이상": "gte", "초과": "gt", "이하": "lte",
     "미만": "lt", "넘게": "gt", "ago": "ago", "later": "later", "이후": "from", "부터": "from",
-    "이전": "before",
+    "이전": "before", "밑": "lt", "아래": "lt",
 }  # fmt: skip
 # English words before a year that say how it is meant ("after 1990", "since 2023").
 _YEAR_PREPOSITIONS = {"in": None, "during": None, "of": None, "born": None, "since": "from",
@@ -232,8 +235,13 @@ def _scan_numbers(tokens: list[Token], blocked: set[int]) -> list[NumberMention]
 def _read_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
     """The number starting at token i and the index of its last token, or None.
 
-    Large amounts come in parts ("1억 5천만"): a part ending in 만/억 absorbs a smaller one.
+    Digits and Sino-Korean numerals with their unit parts are one amount read by grammar
+    ("천오백만", "7천5백만", "3만5천", "1.2억", "30k", "1.5M"); large amounts written in parts
+    ("1억 5천만") join when a part ending in 만/억 is followed by a smaller one.
     """
+    amount = _read_amount(tokens, i)
+    if amount is not None:
+        return amount
     read = _read_number_part(tokens, i)
     if read is None:
         return None
@@ -246,8 +254,87 @@ def _read_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
     return value, last
 
 
+_SINO_CHARS = frozenset("영공일이삼사오육칠팔구십백천만억조")
+_SHORT_SCALES = {"k": 1_000, "m": 1_000_000}  # "30k", "1.5M", written against the digits
+
+
+def _amount_token(token: Token) -> bool:
+    if token.tag == "SN":
+        return bool(re.fullmatch(r"\d[\d,]*(?:\.\d+)?", token.form))
+    return token.tag == "NR" and bool(token.form) and set(token.form) <= _SINO_CHARS
+
+
+def _read_amount(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """A run of digit and Sino-Korean numeral tokens read as one amount, with the longest
+    reading that makes a whole number; None when the run is a plain native or English numeral
+    (read by _read_number_part)."""
+    if not _amount_token(tokens[i]):
+        return None
+    last = i
+    while last + 1 < len(tokens) and _amount_token(tokens[last + 1]):
+        nxt, current = tokens[last + 1], tokens[last]
+        touching = nxt.start == current.end
+        # "1억 5천만": a space between parts only after 만/억, before a part with its own unit
+        continued = current.form[-1] in "만억조" and (
+            (nxt.tag == "NR" and any(ch in "십백천만" for ch in nxt.form))
+            or _has_unit(tokens, last + 1)
+        )
+        if not (touching or continued):
+            break
+        last += 1
+    while last >= i:
+        value = korean_amount([t.form for t in tokens[i : last + 1]])
+        if value is not None:
+            break
+        last -= 1
+    if value is None:
+        return None
+    nxt = tokens[last + 1] if last + 1 < len(tokens) else None
+    if nxt is not None and nxt.tag == "SL" and nxt.form.lower() in _SHORT_SCALES:
+        if nxt.start == tokens[last].end:
+            value, last = value * _SHORT_SCALES[nxt.form.lower()], last + 1
+    while last + 1 < len(tokens) and tokens[last + 1].form in _ENGLISH_MAGNITUDES:
+        value, last = value * _ENGLISH_MAGNITUDES[tokens[last + 1].form], last + 1
+    if value != int(value) or (last == i and tokens[i].tag == "SN" and "." not in tokens[i].form
+                               and parse_digits(tokens[i].form) is None):  # fmt: skip
+        return None
+    if last == i and tokens[i].tag == "NR" and len(tokens[i].form) == 1:
+        return None  # a lone 천/만 is read below with what follows it
+    return int(value), last
+
+
+def _has_unit(tokens: list[Token], j: int) -> bool:
+    """A digit part followed, touching, by 천/백/십 ("5천만")."""
+    return (
+        j + 1 < len(tokens)
+        and tokens[j + 1].tag == "NR"
+        and tokens[j + 1].start == tokens[j].end
+        and any(ch in "십백천만" for ch in tokens[j + 1].form)
+    )
+
+
+def _read_english_words(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """'twenty-five', 'sixty five', 'two hundred': number words read together (text2num)."""
+    last = i
+    while last + 1 < len(tokens) and english_number_word(tokens[last + 1].form):
+        if tokens[last + 1].start - tokens[last].end > 1:
+            break
+        last += 1
+    while last > i:
+        words = " ".join(t.form.lower() for t in tokens[i : last + 1])
+        value = english_words_value(words)
+        if value is not None:
+            return value, last
+        last -= 1
+    return None
+
+
 def _read_number_part(tokens: list[Token], i: int) -> tuple[int, int] | None:
     token, n = tokens[i], len(tokens)
+    if token.tag == "SL" and english_number_word(token.form):
+        words = _read_english_words(tokens, i)
+        if words is not None:
+            return words
     value = _number_value(token)
     if value is None and token.tag == "MM" and token.form in _NATIVE_DETERMINERS:
         # 한/두/세 are numbers only in front of a counter ("세 명"), not in "세 번째".
@@ -331,16 +418,50 @@ def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[i
         mention.unit, mention.modifier = "year", _YEAR_PREPOSITIONS[previous]
         if free_before and mention.modifier is not None:
             mention.first -= 1
+    elif previous in _EXACTLY and free_before:  # "딱 5만원", "정확히 10만 원"
+        mention.modifier, mention.first = "eq", mention.first - 1
     if following >= len(tokens) or following in blocked:
+        return
+    negated = _negated_bound(tokens, following, blocked)
+    if negated is not None:  # "10만원 안 되는", "넘지 않는", "못 미치는"
+        mention.modifier, mention.last = negated
         return
     after = tokens[following]
     modifier = _NUMBER_MODIFIERS.get(after.form)
     if modifier is None and after.form == "넘" and after.tag.startswith("VV"):
         modifier = "gt"  # "10만 원 넘는"
+    if modifier is None and after.form == "까지" and _an_amount_or_age(mention):
+        modifier = "lte"  # "10만원까지", "60세까지": up to it (a date's 까지 is a range's end)
+    if mention.unit == "year" and modifier in _CALENDAR_EDGES:
+        modifier = _CALENDAR_EDGES[modifier]  # "2024년 전에": before the year, not years ago
     if modifier is not None:
         if modifier == "during" or mention.modifier is None:
             mention.modifier = modifier
         mention.last = following
+
+
+def _an_amount_or_age(mention: NumberMention) -> bool:
+    return mention.unit in ("won", "age") or (mention.unit is None and mention.value >= 1000)
+
+
+_EXACTLY = frozenset({"딱", "정확히", "꼭", "exactly", "precisely"})
+_CALENDAR_EDGES = {"ago": "before", "later": "after"}
+
+
+def _negated_bound(tokens: list[Token], i: int, blocked: set[int]) -> tuple[str, int] | None:
+    """A bound said with a negation after a number, and its last token: 안 되는 / 못 되는 / 못
+    미치는 (below it), 안 넘는 / 넘지 않는 / 넘지 못하는 (up to it)."""
+
+    def form(j: int) -> str:
+        return tokens[j].form if j < len(tokens) and j not in blocked else ""
+
+    if form(i) in ("안", "못") and form(i + 1) in ("되", "돼", "미치", "미달"):
+        return "lt", i + 1
+    if form(i) in ("안", "못") and form(i + 1) == "넘":
+        return "lte", i + 1
+    if form(i) == "넘" and form(i + 1) == "지" and form(i + 2) in ("않", "못"):
+        return "lte", i + 2
+    return None
 
 
 def _plausible_name(word: str) -> bool:

@@ -777,7 +777,7 @@ def age_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
                 fragment.add_filter(entity, "age", "between", [decade, decade + 9],
                                     f"{decade}대", words)  # fmt: skip
         elif number.unit == "age":
-            op = number.modifier if number.modifier in THRESHOLDS else "eq"
+            op = _BOUND_OF.get(number.modifier or "", "eq")
             op, words = _age_comparison(q, number, op, words)
             fragment.add_filter(entity, "age", op, number.value, f"나이 {number.value}세", words)
         elif number.unit is None and number.value < 130 and _age_context(q, number):
@@ -801,7 +801,10 @@ def _age_context(q: Question, number: NumberMention) -> bool:
         return False
     english_cmp = [m for _, m in q.f.kinds("cmp") if m.text.isascii()]
     people = q.f.has("noun", "customer") and not q.f.has("noun", "contract")
-    return people and any(0 < number.first - m.last <= 1 for m in english_cmp)
+    # "over 60", "60 and up", "60 or older"
+    return people and any(
+        0 < number.first - m.last <= 1 or 0 < m.first - number.last <= 1 for m in english_cmp
+    )
 
 
 def _age_comparison(q: Question, number: NumberMention, op: str, words: set[int]):
@@ -824,7 +827,7 @@ def amount_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
         if number.first in taken:
             continue
         words = span(number)
-        op = number.modifier if number.modifier in THRESHOLDS else None
+        op = _BOUND_OF.get(number.modifier or "")
         for table, key in ((english_cmp, number.first), (cmp_after, number.last + 1)):
             if op is None and key in table:
                 op, m = table[key]
@@ -855,6 +858,12 @@ def amount_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
     for fld in ("monthly_premium", "sum_insured", "amount"):
         join_ranges(q, fragment, fld)
     return fragment
+
+
+# How a number's modifier bounds an amount or an age: "이내" and "까지" up to it, "부터" from it,
+# "딱" exactly it.
+_BOUND_OF = {**{op: op for op in THRESHOLDS}, "eq": "eq", "within": "lte", "until": "lte",
+             "from": "gte"}  # fmt: skip
 
 
 def _band_mark(q: Question, number: NumberMention) -> int | None:
