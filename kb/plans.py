@@ -458,6 +458,8 @@ def _month_days(field: FieldSpec, op: str, raw: object) -> tuple[str, ...]:
         )
     if op == "month_day_between" and values[0] > values[1]:
         raise PlanError(_("between 범위의 시작이 끝보다 큽니다: %(field)s") % {"field": field.name})
+    if op == "month_day_between":
+        return tuple(values)  # both ends, even when they are one day: BETWEEN binds two values
     return tuple(dict.fromkeys(values))
 
 

@@ -45,6 +45,7 @@ def proofread(text: str, plan: dict, as_of: dt.date) -> list[Disagreement]:
         *check.ages(text, plan, numbers),
         *check.times(text, plan, numbers, as_of),
         *check.grouping(text, plan),
+        *check.aggregates(text, plan),
         *check.statuses(text, plan),
         *check.names(text, plan),
     ]

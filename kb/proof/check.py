@@ -7,6 +7,7 @@ same value and direction, or that the plan carries without the question saying i
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -66,6 +67,15 @@ def money(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreeme
     for q in amounts:
         matching = [c for c in filters if q.value in _values(c)]
         read = _read(q, english)
+        total = _OF_A_TOTAL.search(text[: q.start])
+        if total and matching:  # "총액이 10만원 넘는": a condition on a sum, not on each row
+            yield Disagreement(
+                f"{total.group(1)} {q.words}",
+                f"'{total.group(1)}'에 대한 조건 {q.shown(False)}을(를) "
+                "한 건 한 건의 금액으로 읽었습니다",
+                f"read the condition on the {total.group(1)} ({q.shown(True)}) as one on each row",
+            )
+            continue
         if not matching:
             yield Disagreement(q.words, *read, _rewrite(q, english), _word_span(text, q))
         elif q.direction in _OPS_OF and not any(
@@ -91,6 +101,11 @@ def _word_span(text: str, q: Quantity) -> tuple[int, int]:
     while end < len(text) and not text[end].isspace():
         end += 1
     return q.start, end
+
+
+_OF_A_TOTAL = re.compile(
+    r"(총액|합계|총\s?금액|총\s?납입액|평균|total|sum|average)\s?(?:이|가|은|는|of)?\s*$", re.I
+)
 
 
 def _is_money(q: Quantity, text: str) -> bool:
@@ -144,6 +159,13 @@ def ages(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreemen
         if q.unit is None and q.direction in (UP, DOWN) and carried:
             if not any(c["op"] in _OPS_OF[q.direction] or c["op"] == "between" for c in carried):
                 yield Disagreement(q.words, *_read(q, english))
+    elderly = words.ELDERLY.search(text)
+    if elderly and not filters:
+        yield Disagreement(
+            elderly.group(0),
+            f"'{elderly.group(0)}'은(는) 나이를 정하지 않습니다(예: 65세 이상)",
+            f"'{elderly.group(0)}' states no age (e.g. 65 or older)",
+        )
     numbers_said = {q.value for q in numbers}
     for c in filters:
         for value in _values(c):
@@ -256,7 +278,7 @@ def _window_carried(w: Window, low: dt.date | None, high: dt.date | None) -> boo
     if w.direction == AFTER:
         return low in (w.first, w.last + dt.timedelta(days=1)) and (high is None or high > w.last)
     if w.direction == UNTIL:
-        return high == w.last
+        return high == w.last and (low is None or low < w.first)
     if low is None or high is None:
         return False
     if w.exact:
@@ -292,6 +314,34 @@ def _day_of(c: dict) -> str | None:
 # -- grouping, statuses, names -------------------------------------------------------------------
 
 
+_AGGREGATE_CUES = {
+    "count": r"몇|수\b|수[는가를요]|건수|명수|개수|인원|count|how many|number of|얼마나 많",
+    "sum": r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|많이|많은|"
+    r"적게|적은|most|least|가장|제일|순위|rank|best|worst|highest|lowest|비교",
+    "avg": r"평균|average|avg|mean",
+    "max": r"최대|최고|가장|제일|젤|max|highest|largest|biggest|most|top|priciest|costliest|비싼",
+    "min": r"최소|최저|가장|제일|젤|min|lowest|smallest|least|cheapest|싼",
+}
+_AGGREGATE_WORDS = {"count": ("건수·인원", "count"), "sum": ("합계", "sum"), "avg": ("평균", "average"),
+                    "max": ("최댓값", "maximum"), "min": ("최솟값", "minimum")}  # fmt: skip
+
+
+def aggregates(text: str, plan: dict) -> Iterator[Disagreement]:
+    """An aggregate the question gives no word for ("미납 금액이 4만원 이상인 미납 건" is rows,
+    not their sum). Only an answer of one figure: grouped rows carry their counts and sums as
+    columns beside what was asked."""
+    if plan.get("group_by"):
+        return
+    for aggregate in plan.get("aggregates") or []:
+        fn = aggregate.get("fn")
+        cue = _AGGREGATE_CUES.get(fn)
+        if cue and not re.search(cue, text, re.IGNORECASE):
+            ko, en = _AGGREGATE_WORDS[fn]
+            yield Disagreement(
+                "", f"질문에 없는 집계({ko})", f"an aggregate the question does not ask ({en})"
+            )
+
+
 def grouping(text: str, plan: dict) -> Iterator[Disagreement]:
     grouped = set(plan.get("group_by") or [])
     for word, dim in words.groupings(text):
@@ -318,6 +368,16 @@ def statuses(text: str, plan: dict) -> Iterator[Disagreement]:
 
 
 def names(text: str, plan: dict) -> Iterator[Disagreement]:
+    carried = {
+        str(v) for c in conditions(plan) if c["field"] == "customer_name" for v in _values(c)
+    }
+    for part in words.asked_name_parts(text):
+        if part not in carried:
+            yield Disagreement(
+                part,
+                f"이름에 '{part}'이(가) 들어가는 고객으로 읽었습니다",
+                f"read as names containing '{part}'",
+            )
     for c in conditions(plan):
         if c["field"] != "customer_name":
             continue

@@ -180,8 +180,9 @@ _UNITS = [(re.compile(pattern), unit) for pattern, unit in _UNIT_AFTER]
 
 # -- comparisons ---------------------------------------------------------------------------------
 
-_PARTICLE = r"(?:\s?(?:이|가|은|는|을|를|의|에|에서|으로|로|짜리|씩|쯤|정도|가량|대))?"
+_PARTICLE = r"(?:\s?(?:이|가|은|는|을|를|의|에|에서|으로|로|쯤|정도|가량|대))?"
 _KO_AFTER = [  # (pattern after the quantity and its particle, direction); negations first
+    (r"\s?(?:짜리|씩)", EXACT),
     (
         r"\s?(?:이\s?하|미만|밑|아래|안\s?되|안\s?돼|못\s?되|못\s?미치|안\s?넘|이내|안쪽|"
         r"넘지\s?않|넘지\s?못|넘지\s?말|까지|적|낮)",
@@ -190,21 +191,23 @@ _KO_AFTER = [  # (pattern after the quantity and its particle, direction); negat
     (r"\s?(?:이\s?상|초과|넘|위로|위\b|웃도|많|부터)", UP),
 ]
 _KO_AFTER_DATE = [
+    (r"\s?(?:보다\s?(?:앞|이른|이르|빠른|전))", BEFORE),
+    (r"\s?(?:보다\s?(?:늦|뒤|나중|후))", AFTER),
     (r"\s?(?:이\s?후|후|뒤|부터|넘어서|지나서)", AFTER),
     (r"\s?(?:이\s?전|전|앞)", BEFORE),
     (r"\s?(?:까지|이내)", UNTIL),
 ]
-_EN_BEFORE = [  # (pattern ending right before the number, direction)
+_EN_BEFORE = [  # (pattern ending right before the number, direction); "no more than" first
+    (
+        r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|under|below|less than|"
+        r"fewer than|lower than|smaller than|younger than|within|not over|not above)\s*$",
+        DOWN,
+    ),
     (
         r"(?:at least|no less than|not less than|minimum(?: of)?|min\.?|over|above|more than|"
         r"greater than|bigger than|higher than|larger than|older than|exceeding|beyond|upwards of)"
         r"\s*$",
         UP,
-    ),
-    (
-        r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|under|below|less than|"
-        r"fewer than|lower than|smaller than|younger than|within|not over|not above)\s*$",
-        DOWN,
     ),
     (r"(?:exactly|precisely|equal to|equals|딱|정확히|꼭|정확하게)\s*$", EXACT),
     (r"(?:최소|적어도)\s*$", UP),

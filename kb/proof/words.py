@@ -119,10 +119,13 @@ _CUES = {
     "미납": r"미납|연체|밀린|체납|미수|안\s?낸|못\s?낸|안\s?냈|내지\s?않|납입\s?안|납입하지|"
     r"납부\s?안|"
     r"납부하지|unpaid|overdue|missed|outstanding|delinquent|not\s(?:yet\s)?paid|arrear|late|"
-    r"never paid|haven't|have not|not come in|went unpaid|gone unpaid",
+    r"never paid|haven't|have not|not come in|went unpaid|gone unpaid|unpay|안\s?들어",
     "납입": r"납입|납부|낸|냈|완납|수납|입금|들어온|받은|paid|collected|received|came in",
 }
 _CUE_RE = {value: re.compile(pattern, re.I) for value, pattern in _CUES.items()}
+
+
+_NEGATED = re.compile(r"(?:안|못|not|n't|never)\s?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ def statuses(text: str) -> SaidStatuses:
     named = []
     for pattern, entity, value in _NAMED:
         for m in pattern.finditer(text):
+            if value == "납입" and _NEGATED.search(text[: m.start()]):
+                value = "미납"  # "안 들어온 보험료": not received is unpaid
             named.append((m.group(0), entity, value))
     cued = {value for value, pattern in _CUE_RE.items() if pattern.search(text)}
     return SaidStatuses(named, cued)
@@ -142,6 +147,8 @@ def statuses(text: str) -> SaidStatuses:
 
 # -- names ---------------------------------------------------------------------------------------
 
+# Words for the elderly: they say no age, so a plan must carry one the question states.
+ELDERLY = re.compile(r"어르신|노인|고령|elderly|senior|the old\b", re.IGNORECASE)
 # Words for people that are never a customer's name, however they are written.
 PEOPLE_WORDS = frozenset(
     "어르신 고객님 손님 사장님 선생님 여사님 아버님 어머님 어른 노인 할머니 할아버지 회원님 "
@@ -155,3 +162,16 @@ def contains_asked(text: str, value: str) -> bool:
     after = rf"{v}['\"’”]?\s?(?:이|가|을|를|자|라는 글자|글자)?\s?(?:가\s?)?(?:들어|포함|섞인|있는)"
     before = rf"(?:contain\w*|includ\w*|with)\s+['\"]?{v}['\"]?\s+(?:in\s+)?(?:the|their)?\s*name"
     return bool(re.search(after, text) or re.search(before, text, re.IGNORECASE))
+
+
+_ASKED_NAME = re.compile(
+    r"(?:이름|성함)\s?(?:에|이|에서)?\s?['\"‘’“”]?([가-힣]{1,3})['\"‘’“”]?\s?(?:자|글자)?\s?(?:가|이)?\s?"
+    r"(?:들어|포함|섞인)"
+    r"|(?:with|containing|contains)\s+['\"]?([가-힣]{1,4})['\"]?\s+in\s+(?:their|the)\s+names?",
+    re.IGNORECASE,
+)
+
+
+def asked_name_parts(text: str) -> list[str]:
+    """The part of a name a question asks for ("이름에 '민' 들어가는" -> 민)."""
+    return [m.group(1) or m.group(2) for m in _ASKED_NAME.finditer(text)]

@@ -111,21 +111,27 @@ def analyse(text: str) -> list[Token]:
 PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
     # --- what the question is about -----------------------------------------------------------
     ((("noun", "customer"),), ("고객", "고객님", "손님", "가입자", "계약자", "피보험자", "회원",
+                               "어르신", "어르신들", "elderly",
                                "사람", "사람들", "분들", "people", "persons", "person",
                                "customer", "customers", "client", "clients")),
     ((("noun", "contract"),), ("계약", "계약건", "계약 건", "보험계약", "보험 계약", "증권",
                                "contract", "contracts", "policy", "policies")),
     # Sales words point at contracts without being the thing ranked ("가장 많이 팔린 상품").
-    ((("sold", True),), ("판매", "판매된", "팔린", "팔리/VV", "팔/VV", "sold", "selling", "sales")),
+    ((("sold", True),), ("판매", "판매된", "팔린", "팔리/VV", "팔/VV", "sold", "selling", "sales",
+                         "sell")),
     ((("noun", "premium"),), ("보험료", "납입료", "premium", "premiums")),
     ((("noun", "payment"),), ("납입", "납부", "수납", "입금", "결제", "payment", "payments",
                               "billing")),
     ((("history", True),), ("내역", "이력", "기록", "history", "records", "transactions")),
-    ((("measure", "monthly_premium"),), ("월보험료", "월 보험료", "월납 보험료", "월납보험료",
+    ((("measure", "monthly_premium"),), ("한 달에 내는 보험료", "한 달 보험료", "한달 보험료",
+                                         "한 달에 나가는 보험료", "매달 내는 보험료",
+                                         "매달 나가는 보험료", "매월 내는 보험료",
+                                         "월보험료", "월 보험료", "월납 보험료", "월납보험료",
                                          "월납", "월납입액", "월 납입액", "월납입금",
                                          "monthly premium", "monthly premiums")),
     ((("measure", "sum_insured"),), ("가입금액", "가입 금액", "보장금액", "보장 금액",
                                      "보험가입금액", "보험금액", "sum insured", "coverage",
+                                     "insured for",
                                      "insured amount")),
     ((("measure", "amount"),), ("금액", "액수", "액/NNG", "amount", "amounts")),
     ((("measure", "age"),), ("나이", "연령", "나이가", "age")),
@@ -158,14 +164,18 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
                                                      "낸 보험료")),
     ((("contract_status", "유지"),), ("유지", "유지 중", "유지중", "유지된", "유지되는",
                                       "유지 중인", "유효", "유효한", "정상 계약", "active",
-                                      "in force", "in-force")),
-    ((("contract_status", "실효"),), ("실효", "실효된", "효력 상실", "lapsed", "lapse")),
+                                      "in force", "in-force", "살아있는", "살아 있는", "살아있",
+                                      "살아 있", "alive")),
+    ((("contract_status", "실효"),), ("실효", "실효된", "효력 상실", "lapsed", "lapse",
+                                      "효력 없어진", "효력이 없어진", "효력 없는", "효력이 없는")),
     ((("contract_status", "해지"),), ("해지", "해지된", "해지한", "해약", "해약된", "해약한",
                                       "취소된", "cancelled", "canceled", "terminated",
-                                      "surrendered")),
+                                      "surrendered", "해지 들어간", "해지가 들어간",
+                                      "해지 들어온")),
     ((("expire", None),), ("만기", "만료", "expire", "expires", "expiry", "maturity", "mature",
                            "maturities", "maturing")),
-    ((("expire", "past"),), ("만기된", "만료된", "만기 된", "expired", "matured")),
+    ((("expire", "past"),), ("만기된", "만료된", "만기 된", "expired", "matured", "만기 끝난",
+                              "만기가 끝난", "만기 지난", "만기가 지난")),
     ((("expire", "future"),), ("만기 예정", "만기예정", "만기 도래", "만기도래", "만기 임박",
                                "만료 예정", "만료예정", "expiring")),
     ((("future", True),), ("예정", "예정된", "예정인", "앞으로", "향후", "다가오는", "다가올", "곧",
@@ -228,7 +238,11 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
     ((("agg", "count"),), ("수/NNG", "건수", "개수", "갯수", "인원", "인원수", "숫자", "몇",
                            "count", "number", "how many", "카운트")),
     ((("extreme", "min"),), ("최소", "최솟값", "최저", "최소값", "minimum", "min")),
+    ((("extreme", "min"), ("measure", "monthly_premium")), ("cheapest", "least expensive")),
     ((("extreme", "max"),), ("최대", "최댓값", "최고", "최대값", "maximum", "max")),
+    # "priciest", "cheapest": by the monthly premium, the price a contract has
+    ((("extreme", "max"), ("measure", "monthly_premium")), ("priciest", "costliest",
+                                                           "most expensive")),
     ((("rank", "top"),), ("상위", "탑", "top", "highest", "largest", "biggest", "많/VA", "높/VA",
                           "크/VA", "많이", "높게", "순위", "비싸/VA", "비싼", "expensive")),
     ((("rank", "bottom"),), ("하위", "최하위", "bottom", "lowest", "smallest", "least", "fewest",
@@ -294,7 +308,8 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
                                                      "middle digits")),
     ((("text_op", "endswith"),), ("마지막 숫자", "마지막 자리", "마지막 번호", "끝 숫자",
                                   "last digit")),
-    ((("text_op", "contains"),), ("포함", "포함된", "포함하는", "들어간", "contains",
+    ((("text_op", "contains"),), ("포함", "포함된", "포함하는", "들어간", "들어가는", "들어있는",
+                                  "들어 있는", "contains",
                                   "containing")),
     # --- comparisons and filters ---------------------------------------------------------------
     ((("cmp", "gt"), ("measure", "age")), ("older than", "aged over", "over the age of")),
@@ -304,7 +319,7 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
     ((("measure", "age"),), ("aged", "years old", "year old")),
     ((("cmp", "gte"),), ("이상", "at least", "or more", "or above", "and up", "and above",
                          "and over", "or higher", "or greater", "no less than", "not less than",
-                         "최소", "적어도")),
+                         "적어도")),
     ((("cmp", "gt"),), ("초과", "넘/VV", "넘게", "over", "above", "more than", "greater than",
                         "higher than", "bigger than", "exceeding")),
     ((("cmp", "lte"),), ("이하", "at most", "or less", "no more than", "not more than", "up to",
@@ -455,7 +470,7 @@ NOT_NAMES = frozenset(
     "우수 기존 주요 장기 단골 신규 전체 모든 일반 여성 남성 해당 모든 이번 지난 고객 보험 "
     "계약 미납 납입 연체 최근 상위 하위 정상 휴면 전부 각각 개별 특정 해지 실효 유지 만기 "
     "대상 기준 관련 이런 저런 그런 어떤 무슨 우리 본인 담당 평균 신용 개인 법인 우량 휴면 잠재 "
-    "가망 핵심 관리 소속 고령 주소 해외 국내 기업 단체 주주 이외 제외 시작 포함".split()
+    "가망 핵심 관리 소속 고령 주소 해외 국내 기업 단체 주주 이외 제외 시작 포함 어르신".split()
 )
 
 
@@ -482,6 +497,13 @@ class Lexicon:
                 # Later entries (vocabulary) win over earlier (generic) ones for the same key.
                 self._by_key[key] = payloads
         self.keys = frozenset(self._by_key)
+        # Every English word of the phrases: what a misspelt English word is corrected to.
+        self.english_words = frozenset(
+            word.lower()
+            for _, phrase in entries
+            for word in phrase.split("/")[0].split()
+            if word.isascii() and word.isalpha()
+        )
 
     def match(self, tokens: Sequence[Token], text: str, blocked: set[int]) -> list[Match]:
         """Greedy longest match, left to right, never crossing a blocked (already used) token."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS, TOOL_DEFAULT_LIMIT, clamp_limit
 
-from . import dates
+from . import casual, dates
+from .lexicon import lexicon_for
 from .question import Question, question_language, span
 from .related import related_part, related_stages
 from .shape import shape_stage
@@ -150,10 +151,12 @@ def parse_prompt(
             as_of = dt.date.today()
         if isinstance(as_of, dt.datetime):
             as_of = as_of.date()
+        text, corrected = casual.expand(text, english_words(vocabulary))
         question = Question(
             text, vocabulary, as_of, default_limit, role if isinstance(role, str) else "",
             stakeholder_id, branch_id,
         )  # fmt: skip
+        question.f.corrected.extend(corrected)
         result = compose(question, scope)
         if result.refusal is not None:
             suggestions = _answerable(result.refusal, question, scope)
@@ -165,6 +168,11 @@ def parse_prompt(
     except Exception:  # the tool must answer even if a rule above has a bug
         log.exception("selectai parse failed")
         return _help_result(PARSE_FAILED, scope)
+
+
+def english_words(vocabulary: Vocabulary) -> frozenset[str]:
+    """The English the reader knows: its phrases' words and its filler."""
+    return lexicon_for(vocabulary).english_words | FUNCTION_WORDS
 
 
 def help_examples() -> list[str]:
@@ -350,7 +358,7 @@ FUNCTION_WORDS = frozenset(
     "we us me need like just also only pull up fetch bring kindly thanks thank hi hello "
     "currently right now shown showing view let know much many s their 용 염 욤 yet went go "
     "gone come came got been being become insurance there's what's right either 번호 아이디 "
-    "관리 나머지 rest remaining"
+    "관리 나머지 rest remaining 계 계시 already still where but belong belongs whose did so far"
     "".split()
 )
 

@@ -35,6 +35,8 @@ def year_period(number: NumberMention, as_of: dt.date) -> Period:
         return Period(dt.date(year + 1, 1, 1), FAR_FUTURE, f"{year}년 이후", whole_months=False)
     if number.modifier == "before":
         return Period(EARLIEST, dt.date(year - 1, 12, 31), f"{year}년 이전")
+    if number.modifier == "until":
+        return Period(EARLIEST, dt.date(year, 12, 31), f"{year}년까지", whole_months=False)
     return months_period(dt.date(year, 1, 1), dt.date(year, 12, 1), f"{year}년")
 
 
@@ -64,6 +66,11 @@ def _open_ended(period: Period | None, edge: str | None, as_of: dt.date, future:
                       whole_months=False)  # fmt: skip
     start = as_of if future else EARLIEST
     return Period(start, period.end, f"{period.label}까지", whole_months=False)
+
+
+# A month's modifier (kb.selectai.recognise) or the English word before it, as an edge.
+_MONTH_EDGES = {"from": "from", "after": "after", "before": "before"}
+_ENGLISH_MONTH_EDGES = {"since": "from", "from": "from", "after": "after", "before": "before"}
 
 
 def _month_of(word: str) -> int | None:
@@ -107,6 +114,8 @@ class PeriodResolver:
             used.add(i)
             if year_at is not None:
                 used.add(year_at)
+            if i > 0 and self.tokens[i - 1].form.lower() in _ENGLISH_MONTH_EDGES:
+                used.add(i - 1)  # "since March"
         if len(self.numbers()) + len(self._english_month_tokens()) > 1:
             # "2020년부터 2022년까지", "between January and March": the words joining two bounds
             used.update(i for i, t in enumerate(self.tokens) if t.form in RANGE_FORMS)
@@ -159,20 +168,29 @@ class PeriodResolver:
         )  # fmt: skip
         months: list[dt.date] = []
         days: list[dt.date] = []  # "3월 5일": a day, not the whole month
+        edges: list[str] = []  # "3월부터", "7월 이후", "since March": the month opens a range
         for number in self.free_numbers:
             if number.unit != "month":
                 continue
             adjacent_year = next((y.value for y in years if y.last + 1 == number.first), None)
             month = self._month_date(number.value, adjacent_year or year_hint, future)
             months.append(month)
+            if number.modifier in _MONTH_EDGES:
+                edges.append(_MONTH_EDGES[number.modifier])
             on = next(
                 (d for d in self.free_numbers if d.unit == "days" and d.first == number.last + 1),
                 None,
             )
             if on is not None and 1 <= on.value <= dates.month_end(month).day:
                 days.append(month.replace(day=on.value))
-        for value, year in self._english_months():
+        for i, value, year in self._english_month_tokens():
             months.append(self._month_date(value, year or year_hint, future))
+            previous = self.tokens[i - 1].form.lower() if i > 0 else ""
+            if previous in _ENGLISH_MONTH_EDGES:
+                edges.append(_ENGLISH_MONTH_EDGES[previous])
+        if len(months) == 1 and len(edges) == 1 and not days:
+            month = months_period(months[0], months[0], dates.month_key(months[0]))
+            return _open_ended(month, edges[0], as_of, future)
         if days and len(days) == len(months):
             first, last = min(days), max(days)
             return Period(

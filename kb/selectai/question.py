@@ -170,6 +170,8 @@ class Question:
             if dim is None:
                 continue
             korean_suffix = any(g.first == m.last + 1 and not g.text.isascii() for g in group_marks)
+            # "지점마다": Kiwi drops the particle 마다, so it is read from the text after the word
+            korean_suffix |= self.text.startswith("마다", self.tokens[m.last].end)
             english_prefix = any(
                 g.last + 1 == m.first and g.text.lower() in ("by", "per", "each")
                 for g in group_marks
@@ -396,6 +398,15 @@ class Question:
         following = number.last + 1
         if following < len(tokens) and tokens[following].form == "생":
             return True
+        month = next(
+            (n for n in self.f.numbers if n.first == following and n.unit == "month"), None
+        )
+        if (
+            month is not None
+            and month.last + 1 < len(tokens)
+            and tokens[month.last + 1].form == "생"
+        ):
+            return True  # "1989년 9월생"
         births = [m for _, m in self.f.kinds("birth")]
         births += [m for v, m in self.f.kinds("column") if v == "birth_date"]
         return any(-3 <= m.first - number.last <= 2 or 0 < number.first - m.last <= 3

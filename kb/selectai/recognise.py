@@ -173,7 +173,7 @@ def recognise(text: str, vocabulary: Vocabulary) -> tuple[list[Token], Features]
                 id_matches.append(Match(((kind, code),), covered[0], covered[-1], m.group(0)))
                 blocked.update(covered)
 
-    features.numbers = _scan_numbers(tokens, blocked)
+    features.numbers = _quarters(tokens, blocked) + _scan_numbers(tokens, blocked, text)
     for number in features.numbers:
         blocked.update(range(number.first, number.last + 1))
     features.matches = id_matches + lexicon.match(tokens, text, blocked)
@@ -214,7 +214,36 @@ def _number_value(token: Token) -> int | None:
     return None
 
 
-def _scan_numbers(tokens: list[Token], blocked: set[int]) -> list[NumberMention]:
+def _a_month_paid(mention: NumberMention, tokens: list[Token], text: str) -> bool:
+    """'한 달에 내는', '한 달에 나가는': per month, not a period of one month."""
+    if mention.value != 1 or mention.unit != "months" or not text:
+        return False
+    rest = text[tokens[mention.last].end :]
+    return re.match(r"에\s?(?:내|나가|납입|납부)", rest) is not None
+
+
+def _quarters(tokens: list[Token], blocked: set[int]) -> list[NumberMention]:
+    """'Q2', '2Q': a quarter (read like "2분기"); blocks its tokens."""
+    found = []
+    for i in range(len(tokens) - 1):
+        a, b = tokens[i], tokens[i + 1]
+        if i in blocked or b.start != a.end:
+            continue
+        if a.form.lower() == "q" and b.tag == "SN" and b.form in ("1", "2", "3", "4"):
+            found.append(NumberMention(int(b.form), "quarter", i, i + 1, counter="Q"))
+        elif a.tag == "SN" and a.form in ("1", "2", "3", "4") and b.form.lower() == "q":
+            found.append(NumberMention(int(a.form), "quarter", i, i + 1, counter="Q"))
+        else:
+            continue
+        year = parse_digits(tokens[i + 2].form) if i + 2 < len(tokens) else None
+        if year is not None and 1900 <= year <= 2999 and tokens[i + 2].tag == "SN":
+            found.append(NumberMention(year, "year", i + 2, i + 2, counter=""))  # "Q1 2026"
+    for n in found:
+        blocked.update(range(n.first, n.last + 1))
+    return found
+
+
+def _scan_numbers(tokens: list[Token], blocked: set[int], text: str = "") -> list[NumberMention]:
     """Numbers with their counter and modifier: "3개월 이내", "다섯 명", "10만 원 이상", "top 5"."""
     found: list[NumberMention] = []
     i = 0
@@ -226,7 +255,11 @@ def _scan_numbers(tokens: list[Token], blocked: set[int]) -> list[NumberMention]
         value, last = read
         mention = NumberMention(value=value, unit=None, first=i, last=last)
         _attach_counter(mention, tokens, blocked)
+        if _a_month_paid(mention, tokens, text):
+            i = mention.last + 1  # "한 달에 내는 보험료": the monthly premium, read as a phrase
+            continue
         _attach_modifier(mention, tokens, blocked)
+        _attach_particle_bound(mention, tokens, text)
         found.append(mention)
         i = mention.last + 1
     return found
@@ -324,6 +357,8 @@ def _read_english_words(tokens: list[Token], i: int) -> tuple[int, int] | None:
         words = " ".join(t.form.lower() for t in tokens[i : last + 1])
         value = english_words_value(words)
         if value is not None:
+            while last + 1 < len(tokens) and tokens[last + 1].form in _ENGLISH_MAGNITUDES:
+                value, last = value * _ENGLISH_MAGNITUDES[tokens[last + 1].form], last + 1
             return value, last
         last -= 1
     return None
@@ -390,7 +425,7 @@ def _attach_counter(mention: NumberMention, tokens: list[Token], blocked: set[in
             mention.unit, mention.last, mention.counter = "decade", following, "s"
         elif 1900 <= value <= 2990:
             mention.unit, mention.last, mention.counter = "decade_years", following, "s"
-    elif nxt.form in _ENGLISH_COUNT_NOUNS:
+    elif nxt.form in _ENGLISH_COUNT_NOUNS and value < 1000:
         mention.unit = "count"  # "5 customers": the noun stays free for entity detection
 
 
@@ -432,6 +467,8 @@ def _attach_modifier(mention: NumberMention, tokens: list[Token], blocked: set[i
         modifier = "gt"  # "10만 원 넘는"
     if modifier is None and after.form == "까지" and _an_amount_or_age(mention):
         modifier = "lte"  # "10만원까지", "60세까지": up to it (a date's 까지 is a range's end)
+    if modifier is None and after.form in ("짜리", "씩") and _an_amount_or_age(mention):
+        modifier = "eq"  # "만원짜리 계약", "3만5천원씩 내는": that amount
     if mention.unit == "year" and modifier in _CALENDAR_EDGES:
         modifier = _CALENDAR_EDGES[modifier]  # "2024년 전에": before the year, not years ago
     if modifier is not None:
@@ -444,6 +481,38 @@ def _an_amount_or_age(mention: NumberMention) -> bool:
     return mention.unit in ("won", "age") or (mention.unit is None and mention.value >= 1000)
 
 
+def _attach_particle_bound(mention: NumberMention, tokens: list[Token], text: str) -> None:
+    """Bounds said with a particle Kiwi leaves out of its tokens, read from the text after the
+    number: "2027년까지" (up to the end of the year), "2022년보다 앞선" (before it)."""
+    if mention.modifier is not None or not text:
+        return
+    rest = text[tokens[mention.last].end :]
+    if rest.startswith("까지") and _an_amount_or_age(mention):
+        mention.modifier = "lte"  # "1만5천원까지": up to it
+        return
+    if mention.unit == "month" and rest.startswith("부터"):
+        mention.modifier = "from"  # "3월부터 미납된": from March on
+        return
+    if mention.unit != "year":
+        return
+    if rest.startswith("까지"):
+        mention.modifier = "until"
+        return
+    compared = re.match(r"보다\s?(\S+)", rest)
+    if compared is None:
+        return
+    following = mention.last + 1
+    for stem, modifier in _COMPARED_YEAR.items():
+        if compared.group(1).startswith(stem):
+            mention.modifier = modifier
+            if _form_at(tokens, following).startswith(stem[:1]):
+                mention.last = following  # the verb ("앞서", "늦") belongs to the bound
+            return
+
+
+_COMPARED_YEAR = {"앞": "before", "이른": "before", "이르": "before", "빠른": "before",
+                  "전": "before", "늦": "after", "뒤": "after", "나중": "after",
+                  "후": "after"}  # fmt: skip
 _EXACTLY = frozenset({"딱", "정확히", "꼭", "exactly", "precisely"})
 _CALENDAR_EDGES = {"ago": "before", "later": "after"}
 

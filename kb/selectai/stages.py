@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
+from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAID_STATUS, PAID_WORDS, PAYMENTS
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
@@ -203,9 +203,10 @@ def birth_stage(q: Question, entity: str) -> Fragment:
         [m for v, m in f.kinds("birth") if m.text.lower() == "born"]
     )
     for period, period_tokens in zip(f.iso_periods, f.iso_tokens, strict=True):
-        if birthday and period.start == period.end:  # one day: "생년월일이 1987-02-11인"
+        born = {period_tokens[-1] + 1} if _form(q, period_tokens[-1] + 1) == "생" else set()
+        if (birthday or born) and period.start == period.end:  # "생년월일이 1987-02-11인"
             day = period.start.isoformat()
-            words = set(period_tokens) | {i for m in birthday for i in span(m)}
+            words = set(period_tokens) | born | {i for m in birthday for i in span(m)}
             taken |= words
             fragment.add_filter(entity, "birth_date", "eq", day, f"생년월일 {day}", words)
     _birthday_filter(q, fragment, entity, frozenset(taken))
@@ -223,7 +224,12 @@ def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozen
     f = q.f
     marks = [span(m) for v, m in f.kinds("column") if v == "birth_date"]
     marks += [span(m) for _, m in f.kinds("birth")]
-    marks += [{n.last + 1} for n in f.numbers if _form(q, n.last + 1) == "생" and n.unit == "month"]
+    # "5월생", "2월 11일생"
+    marks += [
+        {n.last + 1}
+        for n in f.numbers
+        if _form(q, n.last + 1) == "생" and n.unit in ("month", "days")
+    ]
     if not marks:
         return
     marked = set().union(*marks)
@@ -248,9 +254,12 @@ def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozen
         return
     days: set[dt.date] = set()
     words = {i for i in marked if i not in taken}
-    for i, month in english_months:  # "born in March"
+    for i, month in english_months:  # "born in March", "born on 11 February", "on May 2"
         words.add(i)
-        days |= _days_of(month, None)
+        day = _english_day_beside(q, i, taken)
+        if day is not None:
+            words |= span(day)
+        days |= _days_of(month, day.value if day else None)
     months = [n for n in numbers if n.unit == "month"]
     for n in numbers:
         words |= span(n)
@@ -281,6 +290,16 @@ def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozen
 
 
 MAX_MONTH_DAYS = 100
+
+
+def _english_day_beside(q: Question, i: int, taken: frozenset[int]) -> NumberMention | None:
+    """The day written with an English month name: "11 February", "February 11", "the 11th of"."""
+    for n in q.f.numbers:
+        if n.unit is None and 1 <= n.value <= 31 and n.first not in taken:
+            gap = [t.form for t in q.tokens[n.last + 1 : i]] if n.last < i else []
+            if n.first == i + 1 or n.last + 1 == i or gap in (["of"], ["th", "of"], ["th"]):
+                return n
+    return None
 
 
 def _days_of(month: int, day: int | None) -> set[dt.date]:
@@ -597,14 +616,43 @@ def _excluded_values(q: Question, fld: str, values: list, kind: str | None):
     return excluded, words
 
 
+_NAME_CONTAINS = re.compile(
+    r"(?:이름|성함)\s?(?:에|이|에서)?\s?['\"‘’“”]?([가-힣]{1,3})['\"‘’“”]?\s?"
+    r"(?:자|글자|라는 글자)?\s?(?:가|이)?\s?(?:들어|포함|있는)"
+    r"|(?:with|containing)\s+['\"]?([가-힣]{1,3})['\"]?\s+in\s+(?:their|the)\s+names?",
+    re.IGNORECASE,
+)
+
+
+def _name_contains(q: Question, entity: str, fragment: Fragment, taken) -> set[str]:
+    """ "이름에 '민' 들어가는", "with 민 in their name": part of a customer's name (unless the
+    personal-column stage read it already)."""
+    found = set()
+    for m in _NAME_CONTAINS.finditer(q.text):
+        part = m.group(1) or m.group(2)
+        tokens = {i for i, t in enumerate(q.tokens) if t.start < m.end() and t.end > m.start()}
+        if tokens & taken:
+            found.add(part)
+            continue
+        fragment.add_filter(entity, "customer_name", "contains", part, f"고객명에 '{part}' 포함",
+                            tokens)  # fmt: skip
+        found.add(part)
+    return found
+
+
 def identity_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
     f, fragment = q.f, Fragment()
+    contained = _name_contains(q, entity, fragment, taken)
     ids = f.id_tokens
     _eq_or_in(q, fragment, entity, "customer_id", f.customer_ids,
               "고객번호 " + ", ".join(f.customer_ids), ids)  # fmt: skip
     _eq_or_in(q, fragment, entity, "contract_id", f.contract_ids,
               "계약번호 " + ", ".join(f.contract_ids), ids)  # fmt: skip
-    names = [n for n in f.customer_names if not taken.intersection(f.name_tokens[n])]
+    names = [
+        n for n in f.customer_names
+        if not taken.intersection(f.name_tokens[n]) and n not in contained
+        and not fragment.consumed.intersection(f.name_tokens[n])
+    ]  # fmt: skip
     name_tokens = {i for n in names for i in f.name_tokens[n]}
     if names and not f.customer_ids:
         _eq_or_in(q, fragment, entity, "customer_name", names,
@@ -720,6 +768,9 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
     expire_words = {i for _, m in f.kinds("expire") for i in span(m)}
     if entity == PAYMENTS:
         statuses = [s for s in f.values("pay_status") if s in vocab.payment_statuses]
+        if not statuses:
+            statuses, received = _money_received(q)  # "들어온 보험료", "납입 총액": paid rows
+            pay_words |= received
         if len(statuses) > 1:
             # "납입 금액이 10만원 이상인 미납 내역": 납입 금액 names the amount, not a status.
             amount_words = [
@@ -754,6 +805,23 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
     return fragment
 
 
+_PAID_WORDS = re.compile("|".join(PAID_WORDS), re.IGNORECASE)
+_NOT_BEFORE = re.compile(r"(?:안|못|아직\s?안|not|n't|never)\s?$", re.IGNORECASE)
+
+
+def _money_received(q: Question) -> tuple[list[str], set[int]]:
+    """The catalogue's convention: money received ("들어온", "받은", "납입 총액", "collected")
+    is the paid rows; "안 들어온" the unpaid ones. The status and the words that say it."""
+    m = _PAID_WORDS.search(q.text)
+    if m is None:
+        return [], set()
+    status = "미납" if _NOT_BEFORE.search(q.text[: m.start()]) else PAID_STATUS
+    words = {i for i, t in enumerate(q.tokens) if t.start < m.end() and t.end > m.start()}
+    if status == "미납":
+        words |= {i for i, t in enumerate(q.tokens) if t.form in ("안", "못", "not", "아직")}
+    return [status], words
+
+
 def age_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
     """'30대' -> age_group, '60대 이상' -> the "60대 이상" band, '50세 이상' -> age."""
     fragment = Fragment()
@@ -781,7 +849,8 @@ def age_stage(q: Question, entity: str, taken: frozenset[int]) -> Fragment:
             op, words = _age_comparison(q, number, op, words)
             fragment.add_filter(entity, "age", op, number.value, f"나이 {number.value}세", words)
         elif number.unit is None and number.value < 130 and _age_context(q, number):
-            op, words = _age_comparison(q, number, "eq", words)
+            bound = _BOUND_OF.get(number.modifier or "", "eq")
+            op, words = _age_comparison(q, number, bound, words)
             fragment.add_filter(entity, "age", op, number.value, f"나이 {number.value}세", words)
     join_ranges(q, fragment, "age")
     return fragment
