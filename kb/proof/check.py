@@ -316,14 +316,16 @@ def _day_of(c: dict) -> str | None:
 
 _AGGREGATE_CUES = {
     "count": r"몇|수\b|수[는가를요]|건수|명수|개수|인원|count|how many|number of|얼마나 많",
-    "sum": r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|많이|많은|"
+    "sum": r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|"
+    r"많이|많은|"
     r"적게|적은|most|least|가장|제일|순위|rank|best|worst|highest|lowest|비교",
     "avg": r"평균|average|avg|mean",
     "max": r"최대|최고|가장|제일|젤|max|highest|largest|biggest|most|top|priciest|costliest|비싼",
     "min": r"최소|최저|가장|제일|젤|min|lowest|smallest|least|cheapest|싼",
 }
-_AGGREGATE_WORDS = {"count": ("건수·인원", "count"), "sum": ("합계", "sum"), "avg": ("평균", "average"),
-                    "max": ("최댓값", "maximum"), "min": ("최솟값", "minimum")}  # fmt: skip
+_AGGREGATE_WORDS = {"count": ("건수·인원", "count"), "sum": ("합계", "sum"),
+                    "avg": ("평균", "average"), "max": ("최댓값", "maximum"),
+                    "min": ("최솟값", "minimum")}  # fmt: skip
 
 
 def aggregates(text: str, plan: dict) -> Iterator[Disagreement]:
