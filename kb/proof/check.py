@@ -258,10 +258,14 @@ def times(text: str, plan: dict, numbers: list[Quantity], as_of: dt.date):
     if not any(w.exact for w in named):
         named += periods.relative_year(text, as_of)
     for window in named:
-        if not any(_window_carried(window, low, high) for low, high in bounds.values()):
+        fields = [f for f in bounds if not window.fields or f in window.fields]
+        if not any(_window_carried(window, *bounds[f]) for f in fields):
             ko = f"'{window.words}'을(를) {window.shown(False)}(으)로 읽었습니다"
             yield Disagreement(window.words, ko, f"read '{window.words}' as {window.shown(True)}")
-    windowed = [f for f, (low, high) in bounds.items() if low is not None or high is not None]
+    windowed = [
+        f for f, (low, high) in bounds.items()
+        if (low is not None or high is not None) and not _still_ahead(f, low, high, text, as_of)
+    ]  # fmt: skip
     if windowed and not periods.mentions_time(text):
         if not (periods.soon_window_allowed(text) and windowed == ["end_date"]):
             yield Disagreement(
@@ -270,6 +274,16 @@ def times(text: str, plan: dict, numbers: list[Quantity], as_of: dt.date):
                 "a time window the question does not state",
             )
     yield from _birthdays(text, plan, english)
+
+
+def _still_ahead(field: str, low, high, text: str, as_of: dt.date) -> bool:
+    """'만기가 가장 임박한': maturities from the as-of date on, with no end: not a window."""
+    return (
+        field == "end_date"
+        and low in (as_of, as_of + dt.timedelta(days=1))
+        and (high is None or high.year >= 2999)
+        and re.search(r"만기|만료|matur|expir", text, re.IGNORECASE) is not None
+    )
 
 
 def _window_carried(w: Window, low: dt.date | None, high: dt.date | None) -> bool:
@@ -328,16 +342,20 @@ _AGGREGATE_WORDS = {"count": ("건수·인원", "count"), "sum": ("합계", "sum
                     "min": ("최솟값", "minimum")}  # fmt: skip
 
 
+_BOUNDS_SAID = re.compile(r"at (?:most|least)|no (?:more|less) than|not (?:more|less) than", re.I)
+
+
 def aggregates(text: str, plan: dict) -> Iterator[Disagreement]:
     """An aggregate the question gives no word for ("미납 금액이 4만원 이상인 미납 건" is rows,
     not their sum). Only an answer of one figure: grouped rows carry their counts and sums as
     columns beside what was asked."""
     if plan.get("group_by"):
         return
+    said = _BOUNDS_SAID.sub(" ", text)  # "at most 75k" is a bound, not a "most"
     for aggregate in plan.get("aggregates") or []:
         fn = aggregate.get("fn")
         cue = _AGGREGATE_CUES.get(fn)
-        if cue and not re.search(cue, text, re.IGNORECASE):
+        if cue and not re.search(cue, said, re.IGNORECASE):
             ko, en = _AGGREGATE_WORDS[fn]
             yield Disagreement(
                 "", f"질문에 없는 집계({ko})", f"an aggregate the question does not ask ({en})"

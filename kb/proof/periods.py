@@ -7,6 +7,7 @@ question names any time at all (a plan may not bring a window of its own).
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class Window:
     last: dt.date
     direction: str
     exact: bool = False  # IN: the plan's window is this one, not only inside it
+    fields: tuple[str, ...] = ()  # the date columns its words point at ("가입한": join dates)
 
     def shown(self, english: bool) -> str:
         span = f"{self.first.isoformat()}~{self.last.isoformat()}"
@@ -128,7 +130,41 @@ def soon_window_allowed(text: str) -> bool:
 
 
 def windows(text: str, numbers: list[Quantity], as_of: dt.date) -> list[Window]:
-    """Every time window the question names, with its direction."""
+    """Every time window the question names, with its direction and the date it is about."""
+    return [
+        dataclasses.replace(w, fields=_fields_of(text, w.words))
+        for w in _windows(text, numbers, as_of)
+    ]
+
+
+# Which date a window is about, from the words beside it: "2024년에 가입한" (joined or started),
+# "2020년 이후 만기" (end date), "that started since 2020", "만기가 2027년까지인".
+_DATE_CUES = (
+    (r"가입|joined|join|signed up|sign up|가입일", ("joined_on", "start_date")),
+    (r"계약한|계약된|시작|개시|started|start|signed|계약일", ("start_date",)),
+    (r"만기|만료|matur|expir|ending|ends|만기일", ("end_date",)),
+    (r"태어|출생|생\b|born|생년월일|생일", ("birth_date",)),
+    (r"납입|납부|입금|paid|due|낸|들어온|받은", ("due_month", "due_date", "paid_date")),
+)
+_CUE_AFTER = re.compile(
+    r"^\s?(?:년|년도)?\s?(?:에|에서|부터|이후|이전|전에|전|까지|후에|보다\s?\S+)?\s?(\S+)"
+)
+
+
+def _fields_of(text: str, words: str) -> tuple[str, ...]:
+    at = text.find(words)
+    if at < 0:
+        return ()
+    after = _CUE_AFTER.match(text[at + len(words) :])
+    before = text[max(0, at - 24) : at]
+    for place in ([after.group(1)] if after else []) + [before[-20:]]:
+        for pattern, fields in _DATE_CUES:
+            if re.search(pattern, place, re.IGNORECASE):
+                return fields
+    return ()
+
+
+def _windows(text: str, numbers: list[Quantity], as_of: dt.date) -> list[Window]:
     found: list[Window] = []
     spans: list[tuple[int, int]] = []
     for m in _QUARTER.finditer(text):

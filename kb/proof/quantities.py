@@ -198,6 +198,7 @@ _KO_AFTER_DATE = [
     (r"\s?(?:까지|이내)", UNTIL),
 ]
 _EN_BEFORE = [  # (pattern ending right before the number, direction); "no more than" first
+    (r"(?:no less than|not less than|no fewer than|not fewer than|not under|not below)\s*$", UP),
     (
         r"(?:at most|no more than|not more than|up to|max(?:imum)?(?: of)?|under|below|less than|"
         r"fewer than|lower than|smaller than|younger than|within|not over|not above)\s*$",

@@ -14,7 +14,7 @@ MONTH_NAMES = {name: i for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september",
      "october", "november", "december"], start=1)}  # fmt: skip
 _MONTH_ABBREVIATIONS = {name[:3]: i for name, i in MONTH_NAMES.items() if name != "may"}
-TIME_UNITS = frozenset({"months", "years", "weeks", "days", "month", "year", "quarter"})
+TIME_UNITS = frozenset({"months", "years", "weeks", "days", "month", "year", "quarter", "half"})
 _RELATIVE_YEARS = {"this_year": 0, "last_year": -1, "year_before_last": -2, "next_year": 1}
 
 
@@ -202,7 +202,9 @@ class PeriodResolver:
             return months_period(first, last, label)
 
         quarters = [n.value for n in self.free_numbers if n.unit == "quarter" and 1 <= n.value <= 4]
-        half = next((v for v, _ in self.time_words if v in ("h1", "h2")), None)
+        half = next((v for v, _ in self.time_words if v in ("h1", "h2")), None) or next(
+            (f"h{n.value}" for n in self.free_numbers if n.unit == "half"), None
+        )
         if quarters or half:
             first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
             length = 3 if quarters else 6

@@ -223,7 +223,8 @@ def _a_month_paid(mention: NumberMention, tokens: list[Token], text: str) -> boo
 
 
 def _quarters(tokens: list[Token], blocked: set[int]) -> list[NumberMention]:
-    """'Q2', '2Q': a quarter (read like "2분기"); blocks its tokens."""
+    """'Q2', '2Q': a quarter (read like "2분기"), 'H1' a half (상반기); blocks their tokens, and
+    a year written after them ("Q1 2026")."""
     found = []
     for i in range(len(tokens) - 1):
         a, b = tokens[i], tokens[i + 1]
@@ -233,6 +234,8 @@ def _quarters(tokens: list[Token], blocked: set[int]) -> list[NumberMention]:
             found.append(NumberMention(int(b.form), "quarter", i, i + 1, counter="Q"))
         elif a.tag == "SN" and a.form in ("1", "2", "3", "4") and b.form.lower() == "q":
             found.append(NumberMention(int(a.form), "quarter", i, i + 1, counter="Q"))
+        elif a.form.lower() == "h" and b.tag == "SN" and b.form in ("1", "2"):
+            found.append(NumberMention(int(b.form), "half", i, i + 1, counter="H"))  # "H1"
         else:
             continue
         year = parse_digits(tokens[i + 2].form) if i + 2 < len(tokens) else None
@@ -353,7 +356,7 @@ def _read_english_words(tokens: list[Token], i: int) -> tuple[int, int] | None:
         if tokens[last + 1].start - tokens[last].end > 1:
             break
         last += 1
-    while last > i:
+    while last >= i:
         words = " ".join(t.form.lower() for t in tokens[i : last + 1])
         value = english_words_value(words)
         if value is not None:

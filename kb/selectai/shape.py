@@ -113,8 +113,10 @@ def shape_stage(
     for dim in ("age_group", "gender"):
         fragment.consumed |= {i for v, m in f.kinds("dim") if v == dim for i in span(m)}
 
+    # "금액이 4만원 이상인 미납 건": the amount names a condition, not the figure wanted
+    amount_is_condition = any(x["field"] == "amount" for x in filters)
     amount_wanted = "amount" in measures and not (
-        f.has("list") or f.has("history") or f.has("detail")
+        f.has("list") or f.has("history") or f.has("detail") or amount_is_condition
     )
     if group_dims or aggs or extremes or amount_wanted:
         shape = _aggregates(q, entity, aggs, extremes, group_dims, fragment)

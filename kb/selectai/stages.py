@@ -13,11 +13,19 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAID_STATUS, PAID_WORDS, PAYMENTS
+from kb.catalogue import (
+    CONTRACTS,
+    CUSTOMERS,
+    ENTITIES,
+    EXPIRING_SOON_MONTHS,
+    PAID_STATUS,
+    PAID_WORDS,
+    PAYMENTS,
+)
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
-from .periods import MONTH_NAMES, TIME_UNITS
+from .periods import FAR_FUTURE, MONTH_NAMES, TIME_UNITS
 from .question import FILTER_KINDS, THRESHOLDS, Question, span
 from .recognise import SURNAMES, NumberMention
 from .wording import DIM_LABELS, MEASURE_LABELS, OP_LABELS
@@ -510,10 +518,14 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
     resolver = q.periods(taken)
     expire_mode = q.expire_mode(taken) if entity == CONTRACTS else None
     period = resolver.resolve(future=expire_mode == "expiring")
-    if expire_mode == "expiring" and period is None:
-        # "만기 예정 계약" with no period: the next three calendar months.
+    if expire_mode == "expiring" and period is None and (q.rank or q.f.has("most")):
+        # "만기가 가장 임박한 계약": the nearest ones still ahead, in no window of their own
+        period = Period(q.as_of + dt.timedelta(days=1), FAR_FUTURE, "만기 전", whole_months=False)
+    elif expire_mode == "expiring" and period is None:
+        # "만기 예정 계약" with no period: the catalogue's next calendar months.
         start = add_months(month_start(q.as_of), 1)
-        period = months_period(start, add_months(start, 2), "향후 3개월")
+        last = add_months(start, EXPIRING_SOON_MONTHS - 1)
+        period = months_period(start, last, f"향후 {EXPIRING_SOON_MONTHS}개월")
     if expire_mode == "expiring" and period is not None and period.start < q.as_of < period.end:
         # "올해 만기 예정": what is still ahead, from the as-of date.
         period = Period(q.as_of, period.end, period.label, whole_months=False)
@@ -549,8 +561,8 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
         if expire_mode is None and q.customer_joined:
             fld, label = "joined_on", "고객 가입일"  # "2024년에 가입한 고객의 계약"
             period = period.clipped(not_after=q.as_of)
-        elif expire_mode is not None:
-            fld, label = "end_date", "만기일"
+        elif expire_mode is not None and not (expire_mode == "status" and q.f.has("new")):
+            fld, label = "end_date", "만기일"  # "2024년에 계약한 만기 계약": the start, below
         elif statuses & {"해지", "실효"} and not q.f.has("new"):
             # There is no termination/lapse date column; do not guess with start_date.
             fragment.cannot(f"기간 {dates.describe(period)}", words)
