@@ -40,7 +40,7 @@ class _Draft:
     classes: list[str] = field(default_factory=list)
 
 
-# -- numbers, in every form a person writes them --------------------------------------------------
+# -- numbers, in every form a person writes them ---------------------------------------------------
 
 _DIGITS = "영일이삼사오육칠팔구"
 
@@ -121,7 +121,7 @@ ENGLISH_WORDS = {20: "twenty", 25: "twenty-five", 30: "thirty", 35: "thirty-five
                  45: "forty-five", 50: "fifty", 55: "fifty-five", 60: "sixty",
                  65: "sixty-five", 70: "seventy"}  # fmt: skip
 
-# -- comparatives ---------------------------------------------------------------------------------
+# -- comparatives ----------------------------------------------------------------------------------
 
 KO_BOUNDS = {
     "gte": ("{n} 이상",),
@@ -148,7 +148,7 @@ AMOUNT_VALUES = {
     "amount": [v * 1000 for v in range(10, 200, 5)],
 }
 
-# -- statuses, in everyday words --------------------------------------------------------------------
+# -- statuses, in everyday words -------------------------------------------------------------------
 
 STATUS_WORDS = {
     "contracts": {
@@ -178,7 +178,7 @@ GROUPS = {  # entity -> (dimension, plan fields, ko word, en word)
 }  # fmt: skip
 
 
-# -- composing a case -------------------------------------------------------------------------------
+# -- composing a case ------------------------------------------------------------------------------
 
 
 def generate(seed: int, count: int) -> list[Generated]:
@@ -290,8 +290,8 @@ def _year_filter(fld: str, year: int, how: str) -> dict:
 def _quarter(rng: random.Random, draft: _Draft) -> None:
     quarter = rng.choice((1, 2))
     first, last = 3 * quarter - 2, 3 * quarter
-    draft.filters.append({"field": "due_month", "op": "between",
-                          "value": [f"{AS_OF_YEAR}-{first:02d}", f"{AS_OF_YEAR}-{last:02d}"]})  # fmt: skip
+    months = [f"{AS_OF_YEAR}-{first:02d}", f"{AS_OF_YEAR}-{last:02d}"]
+    draft.filters.append({"field": "due_month", "op": "between", "value": months})
     draft.ko.append(rng.choice((f"{quarter}분기", f"올해 {quarter}분기", f"Q{quarter}")))
     draft.en.append(rng.choice((f"in Q{quarter}", f"in Q{quarter} {AS_OF_YEAR}")))
     draft.classes.append("period:quarter")
@@ -314,7 +314,7 @@ def _grade(rng: random.Random, draft: _Draft) -> None:
     draft.classes.append("grade")
 
 
-# -- rendering ---------------------------------------------------------------------------------------
+# -- rendering -------------------------------------------------------------------------------------
 
 
 def _korean(rng: random.Random, draft: _Draft, shape: str, group) -> str:
@@ -356,7 +356,7 @@ def _english(rng: random.Random, draft: _Draft, shape: str, group) -> str:
     return f"number of {body} {rng.choice(('by', 'per'))} {en_dim}{please}"
 
 
-# -- judging ----------------------------------------------------------------------------------------
+# -- judging ---------------------------------------------------------------------------------------
 
 
 def truth(case: Generated) -> dict:
