@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 from text_to_num import text2num
 
@@ -83,12 +84,13 @@ class Quantity:
         return f"{self.value:,}"
 
 
-def korean_amount(text: str) -> float | None:
+def korean_amount(text: str) -> Decimal | None:
     """'천오백만' -> 15,000,000; '3만5천' -> 35,000; '1.2억' -> 120,000,000; '150,000' -> 150000.
 
     None when the parts do not make one number (two digits in a row, units out of order)."""
-    total, section = 0.0, 0.0
-    current: float | None = None
+    # Decimal: 1.1억 is 110,000,000 exactly
+    total, section = Decimal(0), Decimal(0)
+    current: Decimal | None = None
     last_large = None
     pieces = _PIECES.findall(text)
     if "".join(pieces).replace(",", "") != text.replace(",", "").replace(" ", ""):
@@ -97,7 +99,7 @@ def korean_amount(text: str) -> float | None:
         if piece[0].isdigit() or piece in _SINO_VALUE:
             if current is not None:
                 return None
-            current = float(piece.replace(",", "")) if piece[0].isdigit() else _SINO_VALUE[piece]
+            current = Decimal(piece.replace(",", "") if piece[0].isdigit() else _SINO_VALUE[piece])
         elif piece in _SMALL:
             section += (1 if current is None else current) * _SMALL[piece]
             current = None
@@ -107,7 +109,7 @@ def korean_amount(text: str) -> float | None:
                 return None
             section += current or 0
             total += (section or 1) * unit
-            section, current, last_large = 0.0, None, unit
+            section, current, last_large = Decimal(0), None, unit
     return total + section + (current or 0)
 
 
@@ -270,7 +272,9 @@ def _numbers(text: str):
     """(start, end, value, spelled) of each number, longest readings first."""
     for m in _SHORTHAND.finditer(text):
         scale = _SCALES[m.group(2).lower()]
-        yield m.start(), m.end(), round(float(m.group(1)) * scale), True
+        value = Decimal(m.group(1)) * scale
+        if value == int(value):
+            yield m.start(), m.end(), int(value), True
     masked = {i for m in _NOT_QUANTITY.finditer(text) for i in range(m.start(), m.end())}
     for start, end in _runs(text):
         if start in masked:

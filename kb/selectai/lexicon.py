@@ -8,6 +8,7 @@ matched on token boundaries by their surface (spaces removed) or their joined mo
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -95,8 +96,22 @@ def analyse(text: str) -> list[Token]:
         if tag.startswith(_SKIP_TAG_PREFIXES):
             continue
         form = tok.form.lower() if tag == "SL" else tok.form
-        tokens.append(Token(form, tag, tok.start, tok.start + tok.len, tok.word_position))
+        start, end = tok.start, tok.start + tok.len
+        numeral = _SPELT_AMOUNT.fullmatch(form) if tag != "NR" else None
+        # "삼억육천오백팔십오만천삼십일원": Kiwi takes a long numeral for a noun (but "만 45세":
+        # a lone 만 is the full age there)
+        if numeral and len(numeral.group(1)) > 1:
+            cut = start + len(numeral.group(1))
+            tokens.append(Token(numeral.group(1), "NR", start, cut, tok.word_position))
+            if numeral.group(2):
+                tokens.append(Token("원", "NNB", cut, end, tok.word_position))
+            continue
+        tokens.append(Token(form, tag, start, end, tok.word_position))
     return tokens
+
+
+_NUMERALS = "일이삼사오육칠팔구십백천만억조"
+_SPELT_AMOUNT = re.compile(rf"([{_NUMERALS}]*[십백천만억조][{_NUMERALS}]*)(원?)")
 
 
 # ---------------------------------------------------------------------------------------------

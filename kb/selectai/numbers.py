@@ -6,6 +6,7 @@ Digits are handled by the caller; these helpers only turn a single numeral morph
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 # Native Korean numerals, including the shortened forms used before counters (한 명, 두 건, 세 개).
 _NATIVE_UNITS = {
@@ -86,26 +87,27 @@ def parse_digits(text: str) -> int | None:
 _DIGIT_PART = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
-def korean_amount(parts: list[str]) -> float | None:
+def korean_amount(parts: list[str]) -> Decimal | None:
     """An amount written in digit and Sino-Korean parts, by place: ["천", "오", "백", "만"] ->
     15,000,000; ["7", "천", "5", "백만"] -> 75,000,000; ["1.2", "억"] -> 120,000,000.
 
     Each 만/억/조 closes a group of 천/백/십 places, in falling order; a digit may stand before
     a place, never two in a row. None when the parts are not one number."""
-    total, group = 0.0, 0.0
-    digit: float | None = None
+    # Decimal, so that 1.1억 is 110,000,000 exactly (a float makes it 110,000,000.00000001).
+    total, group = Decimal(0), Decimal(0)
+    digit: Decimal | None = None
     last_large: int | None = None
     for part in parts:
         if _DIGIT_PART.fullmatch(part):
             if digit is not None:
                 return None
-            digit = float(part.replace(",", ""))
+            digit = Decimal(part.replace(",", ""))
             continue
         for ch in part:
             if ch in _SINO_DIGITS:
                 if digit is not None:
                     return None
-                digit = _SINO_DIGITS[ch]
+                digit = Decimal(_SINO_DIGITS[ch])
             elif ch in _SINO_SMALL_UNITS:
                 group += (1 if digit is None else digit) * _SINO_SMALL_UNITS[ch]
                 digit = None
@@ -114,7 +116,7 @@ def korean_amount(parts: list[str]) -> float | None:
                 if last_large is not None and large >= last_large:
                     return None
                 total += (group + (digit or 0) or 1) * large
-                group, digit, last_large = 0.0, None, large
+                group, digit, last_large = Decimal(0), None, large
             else:
                 return None
     return total + group + (digit or 0)

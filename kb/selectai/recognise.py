@@ -251,7 +251,7 @@ def _scan_numbers(tokens: list[Token], blocked: set[int], text: str = "") -> lis
     found: list[NumberMention] = []
     i = 0
     while i < len(tokens):
-        read = None if i in blocked else _read_number(tokens, i)
+        read = None if i in blocked else _read_number(tokens, i, text)
         if read is None:
             i += 1
             continue
@@ -268,14 +268,14 @@ def _scan_numbers(tokens: list[Token], blocked: set[int], text: str = "") -> lis
     return found
 
 
-def _read_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
+def _read_number(tokens: list[Token], i: int, text: str = "") -> tuple[int, int] | None:
     """The number starting at token i and the index of its last token, or None.
 
     Digits and Sino-Korean numerals with their unit parts are one amount read by grammar
     ("천오백만", "7천5백만", "3만5천", "1.2억", "30k", "1.5M"); large amounts written in parts
     ("1억 5천만") join when a part ending in 만/억 is followed by a smaller one.
     """
-    amount = _read_amount(tokens, i)
+    amount = _read_amount(tokens, i, text)
     if amount is not None:
         return amount
     read = _read_number_part(tokens, i)
@@ -300,16 +300,20 @@ def _amount_token(token: Token) -> bool:
     return token.tag == "NR" and bool(token.form) and set(token.form) <= _SINO_CHARS
 
 
-def _read_amount(tokens: list[Token], i: int) -> tuple[int, int] | None:
+def _read_amount(tokens: list[Token], i: int, text: str = "") -> tuple[int, int] | None:
     """A run of digit and Sino-Korean numeral tokens read as one amount, with the longest
     reading that makes a whole number; None when the run is a plain native or English numeral
     (read by _read_number_part)."""
     if not _amount_token(tokens[i]):
         return None
     last = i
+    parts = [[tokens[i].form]]  # each token's parts, with a numeral Kiwi took for a particle
     while last + 1 < len(tokens) and _amount_token(tokens[last + 1]):
         nxt, current = tokens[last + 1], tokens[last]
-        touching = nxt.start == current.end
+        gap = text[current.end : nxt.start]
+        # "억이천만": Kiwi reads the 이 of 이천 as a subject particle and leaves it out
+        dropped = len(gap) == 1 and gap in _SINO_CHARS
+        touching = nxt.start == current.end or dropped
         # "1억 5천만": a space between parts only after 만/억, before a part with its own unit
         continued = current.form[-1] in "만억조" and (
             (nxt.tag == "NR" and any(ch in "십백천만" for ch in nxt.form))
@@ -317,9 +321,10 @@ def _read_amount(tokens: list[Token], i: int) -> tuple[int, int] | None:
         )
         if not (touching or continued):
             break
+        parts.append([gap, nxt.form] if dropped else [nxt.form])
         last += 1
     while last >= i:
-        value = korean_amount([t.form for t in tokens[i : last + 1]])
+        value = korean_amount([part for token in parts[: last - i + 1] for part in token])
         if value is not None:
             break
         last -= 1

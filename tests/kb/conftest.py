@@ -76,7 +76,12 @@ EXHAUSTIVE_ORACLES = {
 
 # The question sets are asked whole in the full run; the quick loop asks each family's first
 # question and every eighth one after, so a broken reader still shows there.
-WHOLE_QUESTION_SETS = ("test_selectai_suite", "test_selectai_heldout", "test_selectai_heldout2")
+WHOLE_QUESTION_SETS = (
+    "test_selectai_suite",
+    "test_selectai_heldout",
+    "test_selectai_heldout2",
+    "test_selectai_heldout3",
+)
 QUICK_SAMPLE_EVERY = 8
 
 
