@@ -187,10 +187,10 @@ def _windows(text: str, numbers: list[Quantity], as_of: dt.date) -> list[Window]
     # the year of a quarter or a half ("2025년 2분기") is read with it, above
     for q, joined in _year_ranges(text, years):
         if joined is not None:  # "1970년부터 1979년 사이", "between 2019 and 2021"
-            first, last = _year_window(q, as_of), _year_window(joined, as_of)
-            if first is not None and last is not None:
+            opening, closing = _year_window(q, as_of), _year_window(joined, as_of)
+            if opening is not None and closing is not None:
                 words = text[q.start : joined.end]
-                found.append(Window(words, first.first, last.last, IN, exact=True))
+                found.append(Window(words, opening.first, closing.last, IN, exact=True))
             continue
         window = _year_window(q, as_of)
         if window is not None and not _MONTH_AFTER.match(text, q.end):

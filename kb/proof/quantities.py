@@ -123,9 +123,10 @@ def _runs(text: str):
             if not re.search(r"[십백천만]", nxt.group(0)):
                 break
             end = position = nxt.end()
-        end = _number_end(text, start, end)
-        if end is None or (start and re.match(r"[\w.]", text[start - 1])):
+        number_end = _number_end(text, start, end)
+        if number_end is None or (start and re.match(r"[\w.]", text[start - 1])):
             continue
+        end = number_end
         yield start, end
 
 
@@ -280,15 +281,15 @@ def _numbers(text: str):
         if start in masked:
             continue
         words = text[start:end]
-        value = korean_amount(words)
-        if value is None or value != int(value):
+        amount = korean_amount(words)
+        if amount is None or amount != int(amount):
             continue
         spelled = not re.fullmatch(r"[\d,]+", words)
-        yield start, end, int(value), spelled
+        yield start, end, int(amount), spelled
     for m in _NATIVE.finditer(text):
-        value = native_number(m.group(1))
-        if value is not None and m.group(1):
-            yield m.start(1), m.end(1), value, True
+        native = native_number(m.group(1))
+        if native is not None and m.group(1):
+            yield m.start(1), m.end(1), native, True
     for m in _ENGLISH_WORD_NUMBER.finditer(text):
         words = m.group(1).strip(" -")
         try:

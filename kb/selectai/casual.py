@@ -36,13 +36,13 @@ def expand(text: str, vocabulary: Iterable[str]) -> tuple[str, list[tuple[str, s
         word = m.group(1)
         lower = word.lower()
         if lower in ABBREVIATIONS:
-            read = ABBREVIATIONS[lower]
+            read: str | None = ABBREVIATIONS[lower]
         elif lower in known or len(lower) < 5 or not lower.isalpha():
             return word
         else:
             read = _nearest(lower, known)
-            if read is None:
-                return word
+        if read is None:
+            return word
         corrections.append((word, read))
         return read
 

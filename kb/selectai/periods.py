@@ -189,8 +189,8 @@ class PeriodResolver:
             if previous in _ENGLISH_MONTH_EDGES:
                 edges.append(_ENGLISH_MONTH_EDGES[previous])
         if len(months) == 1 and len(edges) == 1 and not days:
-            month = months_period(months[0], months[0], dates.month_key(months[0]))
-            return _open_ended(month, edges[0], as_of, future)
+            one = months_period(months[0], months[0], dates.month_key(months[0]))
+            return _open_ended(one, edges[0], as_of, future)
         if days and len(days) == len(months):
             first, last = min(days), max(days)
             return Period(

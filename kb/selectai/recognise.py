@@ -330,10 +330,10 @@ def _read_amount(tokens: list[Token], i: int, text: str = "") -> tuple[int, int]
         last -= 1
     if value is None:
         return None
-    nxt = tokens[last + 1] if last + 1 < len(tokens) else None
-    if nxt is not None and nxt.tag == "SL" and nxt.form.lower() in _SHORT_SCALES:
-        if nxt.start == tokens[last].end:
-            value, last = value * _SHORT_SCALES[nxt.form.lower()], last + 1
+    scale = tokens[last + 1] if last + 1 < len(tokens) else None
+    if scale is not None and scale.tag == "SL" and scale.form.lower() in _SHORT_SCALES:
+        if scale.start == tokens[last].end:
+            value, last = value * _SHORT_SCALES[scale.form.lower()], last + 1
     while last + 1 < len(tokens) and tokens[last + 1].form in _ENGLISH_MAGNITUDES:
         value, last = value * _ENGLISH_MAGNITUDES[tokens[last + 1].form], last + 1
     if value != int(value) or (last == i and tokens[i].tag == "SN" and "." not in tokens[i].form
