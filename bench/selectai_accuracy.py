@@ -80,7 +80,30 @@ def child() -> None:
                 {"suite": suite, "family": case.family, "outcome": outcome, "exact": exact,
                  "by_proof": by_proof}
             )  # fmt: skip
-    childproc.print_result({"results": results, "wrong": wrong})
+    childproc.print_result({"results": results, "wrong": wrong, "generated": generated()})
+
+
+GENERATED_SEED, GENERATED_CASES = 1, 2000
+
+
+def generated() -> list[dict]:
+    """Each generated question's classes (kind and form, in the question's language) and what
+    it came to (tests/kb/selectai_generator.py): right, refused or wrong."""
+    from tests.kb.selectai_generator import generate, outcome
+
+    out = []
+    for case in generate(GENERATED_SEED, GENERATED_CASES):
+        result, _ = outcome(case)
+        classes, shape, language = case.case_class.split("|")
+        for part in classes.split(","):
+            kind, _, detail = part.partition(":")
+            if kind == "amount":  # the form written in the question's language, and its bound
+                forms, _, op = detail.partition(":")
+                ko, _, en = forms.partition("/")
+                detail = f"{en if language == 'en' else ko}:{op}"
+            out.append({"family": f"{kind} {detail}".strip() + f" ({language})",
+                        "kind": kind, "shape": shape, "outcome": result})  # fmt: skip
+    return out
 
 
 def _said(got) -> str:
@@ -104,6 +127,27 @@ def report(result: dict, verbose: bool, markdown: bool) -> None:
           f" of {len(checked)}")  # fmt: skip
     for line in result["wrong"] if verbose else []:
         print("  ", line)
+    generated_report(result["generated"], markdown)
+
+
+def generated_report(rows: list[dict], markdown: bool) -> None:
+    """Generated questions per class (a question of two classes counts in both, and twice in
+    "all"): right, refused, wrong (never allowed)."""
+    print(f"\ngenerated questions ({GENERATED_CASES}, seed {GENERATED_SEED}), per class")
+    header = ("class", "cases", "right", "refused", "wrong", "right %")
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+    else:
+        print(f"{header[0]:34}" + "".join(f"{h:>9}" for h in header[1:]))
+    for family in [*sorted({r["family"] for r in rows}), "all"]:
+        picked = [r for r in rows if family in ("all", r["family"])]
+        counts = [sum(r["outcome"] == o for r in picked) for o in ("right", "refused", "wrong")]
+        cells = [family, len(picked), *counts, f"{counts[0] / len(picked):.1%}"]
+        if markdown:
+            print("| " + " | ".join(str(c) for c in cells) + " |")
+        else:
+            print(f"{cells[0]:34}" + "".join(f"{c:>9}" for c in cells[1:]))
 
 
 OUTCOMES = ("right", "refused", "flagged", "silent")

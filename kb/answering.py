@@ -273,6 +273,12 @@ def _model_answer(
     except ProviderError as exc:
         log.warning("select ai model gave no plan (%s), using the built-in parser", exc.reason)
         return None
+    if isinstance(plan, dict) and proof.proofread(
+        proof.normalise(question.prompt), plan, kb_as_of_date()
+    ):
+        # The model's plan is held to the same second reading as the reader's.
+        log.warning("select ai model plan disagrees with the question, using the built-in parser")
+        return None
     scope = SCOPE_BY_ROLE.get(asker.role, DEFAULT_SCOPE)
     interpretation = {
         "summary": f"{ENTITIES[plan['entity']].label} 조회 (언어 모델 해석), {scope}",

@@ -175,7 +175,7 @@ def ask(prompt: str, stakeholder_id: str = "KB-P-001", limit: int = 50) -> dict:
 @pytest.mark.parametrize("script", ["valid", "valid, fenced and wrapped"])
 def test_a_valid_plan_from_the_model_is_the_one_executed(kb, use_model, script):
     use_model.script = script
-    answer = ask("담당 고객 목록 보여줘")  # the built-in parser would list customers
+    answer = ask("유지 중인 계약 보험료 높은 순으로 7건")
     assert answer["interpretation"]["source"] == "openai_compatible"
     assert answer["interpretation"]["plan"]["entity"] == "contracts"
     mine = expected_customer_ids("KB-P-001")
@@ -184,6 +184,14 @@ def test_a_valid_plan_from_the_model_is_the_one_executed(kb, use_model, script):
         key=lambda k: (-int(k["monthly_premium"]), k["contract_id"]),
     )
     assert [r["contract_id"] for r in answer["rows"]] == [k["contract_id"] for k in expected[:7]]
+    assert len(use_model.requests) == 1
+
+
+def test_a_model_plan_the_second_reading_disagrees_with_falls_back(kb, use_model):
+    """The model's in-force contracts are not what "담당 고객 목록" asks: the status is its own."""
+    answer = ask("담당 고객 목록 보여줘")
+    assert answer["interpretation"]["source"] == "builtin"
+    assert answer["interpretation"]["plan"]["entity"] == "customers"
     assert len(use_model.requests) == 1
 
 
