@@ -169,13 +169,13 @@ def _windows(text: str, numbers: list[Quantity], as_of: dt.date) -> list[Window]
     spans: list[tuple[int, int]] = []
     for m in _QUARTER.finditer(text):
         index = int(m.group(1) or m.group(2) or m.group(3) or _ORDINAL[m.group(4).lower()])
-        year = _year_near(text, m.start(), m.end(), as_of)
+        year = _year_near(text, m.start(), m.end(), as_of, first_month=3 * index - 2)
         first = dt.date(year, 3 * index - 2, 1)
         found.append(Window(m.group(0), first, _month_end(year, 3 * index), IN, exact=True))
         spans.append(_year_span(text, m.start(), m.end()))
     for m in _HALF.finditer(text):
         second = m.group(1).lower() in ("하반기", "h2", "second half")
-        year = _year_near(text, m.start(), m.end(), as_of)
+        year = _year_near(text, m.start(), m.end(), as_of, first_month=7 if second else 1)
         first = dt.date(year, 7 if second else 1, 1)
         found.append(Window(m.group(0), first, _month_end(year, 12 if second else 6), IN, True))
         spans.append(_year_span(text, m.start(), m.end()))
@@ -255,8 +255,10 @@ def _month_end(year: int, month: int) -> dt.date:
     return dt.date(year, month, calendar.monthrange(year, month)[1])
 
 
-def _year_near(text: str, start: int, end: int, as_of: dt.date) -> int:
-    """The year a quarter or half belongs to: written beside it, relative, or the current one."""
+def _year_near(text: str, start: int, end: int, as_of: dt.date, first_month: int = 1) -> int:
+    """The year a quarter, half or month belongs to: written beside it, relative, or else the
+    most recent such one (a quarter still ahead is last year's, unless the question looks
+    ahead)."""
     before, after = text[max(0, start - 16) : start], text[end : end + 12]
     written = re.search(r"(\d{4})\s?(?:년\s?(?:도)?)?\s?(?:의)?\s?$", before) or re.match(
         r"\s?(?:of\s+)?(\d{4})\b", after
@@ -269,6 +271,9 @@ def _year_near(text: str, start: int, end: int, as_of: dt.date) -> int:
     for pattern, offset in _RELATIVE_YEARS:
         if re.search(pattern, before, re.IGNORECASE) or re.search(pattern, after, re.I):
             return as_of.year + offset
+    ahead = _SOON.search(text) or re.search(r"다음|next|내년|향후", text, re.IGNORECASE)
+    if dt.date(as_of.year, first_month, 1) > as_of and not ahead:
+        return as_of.year - 1
     return as_of.year
 
 

@@ -245,14 +245,39 @@ def compose(q: Question, scope: str) -> ParseResult:
     entity, about = entity_stage(q)
     if related is not None:
         entity = related.head
+    fragments, period, before_period = _condition_fragments(q, entity, about, scope)
+    filters = [x for fragment in fragments for x in fragment.filters]
+    shape = shape_stage(q, entity, filters, period.applied, before_period)
+    fragments.append(shape.fragment)
+    related_plan = []
+    if related is not None:
+        related_plan = _related_plan(whole, related, fragments)
+        q = whole
+
+    plan = {
+        "entity": entity,
+        "fields": shape.fields,
+        "filters": filters,
+        "group_by": shape.group_by,
+        "aggregates": shape.aggregates,
+        "order_by": shape.order_by,
+        # The caller's limit is the contract: the question may ask for fewer rows, never more.
+        "limit": min(_clamp_limit(shape.limit or q.limit), q.limit),
+        **({"related": related_plan} if related_plan else {}),
+    }
+    return _decided(q, scope, plan, fragments, shape.family, period.applied)
+
+
+def _condition_fragments(q: Question, entity: str, about: Fragment, scope: str):
+    """The condition stages, in order, each leaving out what the ones before it used; with the
+    period they read and the tokens taken before it."""
     fragments: list[Fragment] = []
     used: set[int] = set()  # every token a fragment so far used, or read and could not use
 
-    def add(fragment: Fragment) -> Fragment:
+    def add(fragment: Fragment) -> None:
         fragments.append(fragment)
         used.update(fragment.consumed)
         used.update(fragment.unusable)
-        return fragment
 
     add(about)
     add(scope_stage(q, WIDENING_NOTE.format(scope=scope)))
@@ -268,46 +293,36 @@ def compose(q: Question, scope: str) -> ParseResult:
     add(status_stage(q, entity, before_period))
     add(age_stage(q, entity, frozenset(used)))
     add(amount_stage(q, entity, frozenset(used)))
-    filters = [x for fragment in fragments for x in fragment.filters]
-    shape = shape_stage(q, entity, filters, period.applied, before_period)
-    fragments.append(shape.fragment)
-    related_plan = []
-    if related is not None:
-        inner = related_stages(whole.only(related.clause), related.entity)
-        fragments += [*inner, Fragment(consumed=set(related.words))]
-        inner_filters = [x for fragment in inner for x in fragment.filters]
-        if related.universal:
-            inner_filters = _all_of(inner_filters, fragments[-1], related.words)
-        related_plan = [
-            {"entity": related.entity, "filters": inner_filters, "exists": related.exists}
-        ]
-        q = whole
+    return fragments, period, before_period
 
-    plan = {
-        "entity": entity,
-        "fields": shape.fields,
-        "filters": filters,
-        "group_by": shape.group_by,
-        "aggregates": shape.aggregates,
-        "order_by": shape.order_by,
-        # The caller's limit is the contract: the question may ask for fewer rows, never more.
-        "limit": min(_clamp_limit(shape.limit or q.limit), q.limit),
-        **({"related": related_plan} if related_plan else {}),
-    }
+
+def _related_plan(whole: Question, related, fragments: list[Fragment]) -> list[dict]:
+    """The clause about other rows ("미납이 없는", "계약이 전부 유지 중인") as [NOT] EXISTS."""
+    inner = related_stages(whole.only(related.clause), related.entity)
+    fragments += [*inner, Fragment(consumed=set(related.words))]
+    inner_filters = [x for fragment in inner for x in fragment.filters]
+    if related.universal:
+        inner_filters = _all_of(inner_filters, fragments[-1], related.words)
+    return [{"entity": related.entity, "filters": inner_filters, "exists": related.exists}]
+
+
+def _decided(q: Question, scope: str, plan: dict, fragments: list[Fragment], family, applied):
+    """The answer's plan and interpretation, or a refusal naming the words left over."""
     unexpressed = [c for fragment in fragments for c in fragment.unexpressed]
     unusable = set().union(*(f.unusable for f in fragments))
     left_over = leftover_tokens(q, frozenset().union(*(f.consumed for f in fragments)))
     if unusable or left_over.changing:
-        result = _refused(q, scope, "unread_words", unusable | left_over.changing, entity, filters)
+        result = _refused(
+            q, scope, "unread_words", unusable | left_over.changing, plan["entity"],
+            plan["filters"],
+        )  # fmt: skip
         result.unexpressed = unexpressed
         result.read_plan = plan
         return result
 
     understood = [u for fragment in fragments for u in fragment.understood]
     notes = [n for fragment in fragments for n in fragment.notes]
-    interpretation = _interpretation(
-        q, plan, shape.family, scope, understood, notes, period.applied
-    )
+    interpretation = _interpretation(q, plan, family, scope, understood, notes, applied)
     interpretation["ignored"] = q.words(left_over.minor)
     return ParseResult(
         plan=plan,

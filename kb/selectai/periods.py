@@ -166,6 +166,24 @@ class PeriodResolver:
         year_hint = years[0].value if years else (
             as_of.year + relative_year if relative_year is not None else None
         )  # fmt: skip
+        named = self._named_months(years, year_hint, future)
+        if named is not None:
+            return named
+        part = self._quarter_or_half(year_hint, future)
+        if part is not None:
+            return part
+        if len(years) >= 2:  # "2020년부터 2022년까지", "between 2019 and 2021"
+            first_year, last_year = min(y.value for y in years), max(y.value for y in years)
+            return months_period(
+                dt.date(first_year, 1, 1), dt.date(last_year, 12, 1), f"{first_year}~{last_year}년"
+            )
+        if years:
+            return year_period(years[0], as_of)
+        return None
+
+    def _named_months(self, years, year_hint: int | None, future: bool) -> Period | None:
+        """Months by number or name, with their days ("3월 5일") or an edge ("3월부터",
+        "since March")."""
         months: list[dt.date] = []
         days: list[dt.date] = []  # "3월 5일": a day, not the whole month
         edges: list[str] = []  # "3월부터", "7월 이후", "since March": the month opens a range
@@ -190,7 +208,7 @@ class PeriodResolver:
                 edges.append(_ENGLISH_MONTH_EDGES[previous])
         if len(months) == 1 and len(edges) == 1 and not days:
             one = months_period(months[0], months[0], dates.month_key(months[0]))
-            return _open_ended(one, edges[0], as_of, future)
+            return _open_ended(one, edges[0], self.as_of, future)
         if days and len(days) == len(months):
             first, last = min(days), max(days)
             return Period(
@@ -200,34 +218,30 @@ class PeriodResolver:
             first, last = min(months), max(months)
             label = "" if len(months) == 1 else f"{dates.month_key(first)}~{dates.month_key(last)}"
             return months_period(first, last, label)
+        return None
 
+    def _quarter_or_half(self, year_hint: int | None, future: bool) -> Period | None:
+        """'1분기', 'Q2', '상반기', 'H2': of the year named, else the most recent such one (or the
+        next one when looking ahead)."""
         quarters = [n.value for n in self.free_numbers if n.unit == "quarter" and 1 <= n.value <= 4]
         half = next((v for v, _ in self.time_words if v in ("h1", "h2")), None) or next(
             (f"h{n.value}" for n in self.free_numbers if n.unit == "half"), None
         )
-        if quarters or half:
-            first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
-            length = 3 if quarters else 6
-            year = year_hint
-            if year is None:
-                # The most recent such quarter/half (or the next one when looking ahead).
-                year = as_of.year
-                if not future and dt.date(year, first_month, 1) > as_of:
-                    year -= 1
-            name = f"{quarters[0]}분기" if quarters else ("상반기" if half == "h1" else "하반기")
-            return months_period(
-                dt.date(year, first_month, 1),
-                dt.date(year, first_month + length - 1, 1),
-                f"{year}년 {name}",
-            )
-        if len(years) >= 2:  # "2020년부터 2022년까지", "between 2019 and 2021"
-            first_year, last_year = min(y.value for y in years), max(y.value for y in years)
-            return months_period(
-                dt.date(first_year, 1, 1), dt.date(last_year, 12, 1), f"{first_year}~{last_year}년"
-            )
-        if years:
-            return year_period(years[0], as_of)
-        return None
+        if not quarters and not half:
+            return None
+        first_month = 3 * quarters[0] - 2 if quarters else (1 if half == "h1" else 7)
+        length = 3 if quarters else 6
+        year = year_hint
+        if year is None:
+            year = self.as_of.year
+            if not future and dt.date(year, first_month, 1) > self.as_of:
+                year -= 1
+        name = f"{quarters[0]}분기" if quarters else ("상반기" if half == "h1" else "하반기")
+        return months_period(
+            dt.date(year, first_month, 1),
+            dt.date(year, first_month + length - 1, 1),
+            f"{year}년 {name}",
+        )
 
     def _english_months(self) -> list[tuple[int, int | None]]:
         return [(month, year) for _, month, year in self._english_month_tokens()]

@@ -92,6 +92,13 @@ def related_part(q: Question) -> RelatedPart | None:
     if exists and "가입" in {q.tokens[i].form for i in cue_words}:
         if not kinds & {"product", "category"}:  # "가입한 고객" is when they joined
             return None
+    clause, words = _clause_and_cue_words(q, region, cue_words)
+    return RelatedPart(head_entity, entity, exists, clause, words, universal)
+
+
+def _clause_and_cue_words(q: Question, region: set[int], cue_words) -> tuple[frozenset, frozenset]:
+    """The tokens of the clause about the other rows, and the words that only say they exist
+    (the cue, its emphasis, "한 건도")."""
     clause = {
         i for m in q.f.matches if span(m) <= region
         if any(k in _CLAUSE_KINDS for k, _ in m.payloads)
@@ -105,9 +112,7 @@ def related_part(q: Question) -> RelatedPart | None:
     words = set(cue_words)
     words |= {i for i in region if q.tokens[i].form in _EMPHASIS}
     words |= {i for n in q.f.numbers if span(n) <= region and n.value == 1 for i in span(n)}
-    return RelatedPart(
-        head_entity, entity, exists, frozenset(clause - words), frozenset(words), universal
-    )
+    return frozenset(clause - words), frozenset(words)
 
 
 # The links kb.plans.RELATED_PATHS can compile (kb.plans needs Django, the reader does not).

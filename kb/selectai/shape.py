@@ -76,22 +76,47 @@ def shape_stage(
         return _shape_rank(q, entity, rank, grouped, fragment)
 
     if _asks_for_unpaid_customers(q, entity, grouped, aggs):
-        # "미납 고객 명단" / "미납자 몇 명": one row per customer, so the row count answers it.
-        fragment.understood.append("미납 고객별 건수·금액")
-        fragment.notes.append("고객별로 묶었으므로 결과 행 수가 미납 고객 수입니다.")
-        return Shape(
-            "unpaid",
-            group_by=list(DIM_FIELDS["customer"]),
-            aggregates=[
-                {"fn": "count", "field": None, "as": "count"},
-                {"fn": "sum", "field": "amount", "as": "total_amount"},
-            ],
-            order_by=[{"field": "total_amount", "direction": "desc"}],
-            limit=limit,
-            fragment=fragment,
-        )
+        return _unpaid_customers(limit, fragment)
 
-    # age groups: "연령대별 고객 수" groups; "30대 고객" filters (handled in filters).
+    group_dims = _group_dims(q, entity, filters, fragment)
+    # "금액이 4만원 이상인 미납 건": the amount names a condition, not the figure wanted
+    amount_is_condition = any(x["field"] == "amount" for x in filters)
+    amount_wanted = "amount" in measures and not (
+        f.has("list") or f.has("history") or f.has("detail") or amount_is_condition
+    )
+    if group_dims or aggs or extremes or amount_wanted:
+        shape = _aggregates(q, entity, aggs, extremes, group_dims, fragment)
+        shape.limit = limit
+        if "age_group" in group_dims:
+            shape.family = "age_group"
+        return shape
+
+    shape = _shape_rows(q, entity, filters, applied_period, taken, fragment)
+    shape.limit = limit
+    return shape
+
+
+def _unpaid_customers(limit: int | None, fragment: Fragment) -> Shape:
+    """ "미납 고객 명단" / "미납자 몇 명": one row per customer, so the row count answers it."""
+    fragment.understood.append("미납 고객별 건수·금액")
+    fragment.notes.append("고객별로 묶었으므로 결과 행 수가 미납 고객 수입니다.")
+    return Shape(
+        "unpaid",
+        group_by=list(DIM_FIELDS["customer"]),
+        aggregates=[
+            {"fn": "count", "field": None, "as": "count"},
+            {"fn": "sum", "field": "amount", "as": "total_amount"},
+        ],
+        order_by=[{"field": "total_amount", "direction": "desc"}],
+        limit=limit,
+        fragment=fragment,
+    )
+
+
+def _group_dims(q: Question, entity: str, filters: list[dict], fragment: Fragment) -> list[str]:
+    """The dimensions to group by: written ("지점별"), compared ("A와 B 비교"), or asked as a
+    breakdown ("연령대별"; "30대 고객" is a filter, read by the age stage)."""
+    f = q.f
     group_dims = []
     for dim, m in q.grouping_matches:
         fld = DIM_FIELDS[dim] if dim != "month" or entity == PAYMENTS else None
@@ -112,22 +137,7 @@ def shape_stage(
             group_dims.append("gender")
     for dim in ("age_group", "gender"):
         fragment.consumed |= {i for v, m in f.kinds("dim") if v == dim for i in span(m)}
-
-    # "금액이 4만원 이상인 미납 건": the amount names a condition, not the figure wanted
-    amount_is_condition = any(x["field"] == "amount" for x in filters)
-    amount_wanted = "amount" in measures and not (
-        f.has("list") or f.has("history") or f.has("detail") or amount_is_condition
-    )
-    if group_dims or aggs or extremes or amount_wanted:
-        shape = _aggregates(q, entity, aggs, extremes, group_dims, fragment)
-        shape.limit = limit
-        if "age_group" in group_dims:
-            shape.family = "age_group"
-        return shape
-
-    shape = _shape_rows(q, entity, filters, applied_period, taken, fragment)
-    shape.limit = limit
-    return shape
+    return group_dims
 
 
 _DIM_OF_FIELD = {"branch_id": "branch", "product_code": "product", "category": "category",
@@ -270,19 +280,7 @@ def _shape_rank(q: Question, entity: str, rank, grouped: list[str], fragment: Fr
             fragment=fragment,
         )
 
-    dim = unit if unit in DIM_FIELDS else "customer"
-    if not all(x in FIELDS[entity] for x in DIM_FIELDS[dim]):
-        fragment.cannot(f"{DIM_LABELS[dim]} 기준 순위", set())
-        dim = "customer" if "customer_id" in FIELDS[entity] else None
-    extra = [d for d, m in q.grouping_matches if d != dim]
-    extra_dims = []
-    for d in dict.fromkeys(extra):
-        if all(x in FIELDS[entity] for x in DIM_FIELDS[d]):
-            extra_dims.append(d)
-    for d, m in q.grouping_matches:
-        if d == dim or d in extra_dims:
-            fragment.consumed |= span(m) | _group_marks(q, m)
-    group_dims = ([dim] if dim else []) + extra_dims
+    group_dims = _ranked_dims(q, entity, unit, fragment)
     if counted == "count" or measure is None:  # no measure is always counted (above)
         agg = {"fn": "count", "field": None, "as": "count"}
     else:
@@ -297,6 +295,24 @@ def _shape_rank(q: Question, entity: str, rank, grouped: list[str], fragment: Fr
         limit=rank.n,
         fragment=fragment,
     )
+
+
+def _ranked_dims(q: Question, entity: str, unit: str | None, fragment: Fragment) -> list[str]:
+    """What a ranking groups by: the ranked unit (customers when it cannot be grouped), then any
+    other grouping the question writes ("지점별 … 상위 3명")."""
+    dim: str | None = unit if unit in DIM_FIELDS else "customer"
+    assert dim is not None
+    if not all(x in FIELDS[entity] for x in DIM_FIELDS[dim]):
+        fragment.cannot(f"{DIM_LABELS[dim]} 기준 순위", set())
+        dim = "customer" if "customer_id" in FIELDS[entity] else None
+    extra = [d for d, _ in q.grouping_matches if d != dim]
+    extra_dims = [
+        d for d in dict.fromkeys(extra) if all(x in FIELDS[entity] for x in DIM_FIELDS[d])
+    ]
+    for d, m in q.grouping_matches:
+        if d == dim or d in extra_dims:
+            fragment.consumed |= span(m) | _group_marks(q, m)
+    return ([dim] if dim else []) + extra_dims
 
 
 def _requested_columns(q: Question, entity: str, fragment: Fragment) -> list[str]:

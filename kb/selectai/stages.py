@@ -92,62 +92,62 @@ def entity_stage(q: Question) -> tuple[str, Fragment]:
     premium_payments, 만기 or a contract measure means contracts, "보험료" means payments unless
     it is a contract attribute, products/statuses mean contracts, anything else customers."""
     f = q.f
-    nouns = set(f.values("noun"))
-    measures = set(f.values("measure"))
-    grouped = q.grouped_dims
-    rank = q.rank
-    aggs = set(q.agg_fns) | set(f.values("extreme"))
-    has_time = bool(
-        f.kinds("time") or f.iso_periods or any(n.unit in TIME_UNITS for n in f.numbers)
-    )
-    # "내역" means payment history unless it follows 계약 ("계약 내역") with no premium word.
-    paymentish = bool(
-        {"premium", "payment"} & nouns or (f.has("history") and "contract" not in nouns)
-    )
-    rank_unit = q.rank_unit
     fragment = Fragment()
     for kind in ("noun", "sold", "history", "measure", "list", "detail"):
         for _, m in f.kinds(kind):
             fragment.consumed.update(span(m))
     if q.monthly_amount is not None:
         fragment.consumed |= span(q.monthly_amount)
+    return _entity_of(q), fragment
 
-    def entity() -> str:
-        if f.contract_ids:
-            return PAYMENTS if paymentish or f.has("pay_status") else CONTRACTS
-        if f.has("pay_status"):
-            return PAYMENTS
-        if q.monthly_amount is not None:
-            return CONTRACTS  # "매달 20만원 넘게 내는": the monthly premium is a contract's
-        if f.has("expire"):
-            return CONTRACTS
-        if measures & {"monthly_premium", "sum_insured"}:
-            return CONTRACTS
-        if paymentish or "amount" in measures:
-            payment_words = "payment" in nouns or f.has("history") or "month" in grouped
-            if not payment_words and not has_time:
-                # A premium used as a contract attribute: "보험료 상위 5개 계약",
-                # "평균 보험료", "보험료 10만원 이상 계약".
-                if rank_unit == "contract":
-                    return CONTRACTS
-                if "contract" in nouns and (rank or q.money_numbers):
-                    return CONTRACTS
-                if aggs & {"avg", "min", "max"} and "amount" not in measures:
-                    return CONTRACTS
-            return PAYMENTS
-        if (
-            "contract" in nouns
-            or f.has("sold")
-            or f.has("contract_status")
-            or f.has("product")
-            or f.has("category")
-            or {"product", "category", "contract"} & set(grouped)
-            or rank_unit in ("product", "category", "contract")
-        ):
-            return CONTRACTS
-        return CUSTOMERS
 
-    return entity(), fragment
+def _entity_of(q: Question) -> str:
+    f = q.f
+    nouns = set(f.values("noun"))
+    measures = set(f.values("measure"))
+    # "내역" means payment history unless it follows 계약 ("계약 내역") with no premium word.
+    paymentish = bool(
+        {"premium", "payment"} & nouns or (f.has("history") and "contract" not in nouns)
+    )
+    if f.contract_ids:
+        return PAYMENTS if paymentish or f.has("pay_status") else CONTRACTS
+    if f.has("pay_status"):
+        return PAYMENTS
+    if q.monthly_amount is not None:
+        return CONTRACTS  # "매달 20만원 넘게 내는": the monthly premium is a contract's
+    if f.has("expire") or measures & {"monthly_premium", "sum_insured"}:
+        return CONTRACTS
+    if paymentish or "amount" in measures:
+        return CONTRACTS if _premium_of_a_contract(q, nouns, measures) else PAYMENTS
+    if (
+        "contract" in nouns
+        or f.has("sold")
+        or f.has("contract_status")
+        or f.has("product")
+        or f.has("category")
+        or {"product", "category", "contract"} & set(q.grouped_dims)
+        or q.rank_unit in ("product", "category", "contract")
+    ):
+        return CONTRACTS
+    return CUSTOMERS
+
+
+def _premium_of_a_contract(q: Question, nouns: set, measures: set) -> bool:
+    """A premium used as a contract attribute: "보험료 상위 5개 계약", "평균 보험료", "보험료
+    10만원 이상 계약" (with no payment word or period, which make it payments)."""
+    f = q.f
+    has_time = bool(
+        f.kinds("time") or f.iso_periods or any(n.unit in TIME_UNITS for n in f.numbers)
+    )
+    payment_words = "payment" in nouns or f.has("history") or "month" in q.grouped_dims
+    if payment_words or has_time:
+        return False
+    aggs = set(q.agg_fns) | set(f.values("extreme"))
+    return (
+        q.rank_unit == "contract"
+        or ("contract" in nouns and bool(q.rank or q.money_numbers))
+        or bool(aggs & {"avg", "min", "max"} and "amount" not in measures)
+    )
 
 
 def scope_stage(q: Question, scope_note: str) -> Fragment:
@@ -284,6 +284,11 @@ def _birthday_filter(q: Question, fragment: Fragment, entity: str, taken: frozen
         while current <= period.end:
             days.add(current.replace(year=_LEAP_YEAR))
             current += dt.timedelta(days=1)
+    _add_birthdays(fragment, entity, days, words)
+
+
+def _add_birthdays(fragment: Fragment, entity: str, days: set[dt.date], words: set[int]) -> None:
+    """Days of the year as one month-day condition: a range when they run on, else a list."""
     keys = sorted(d.strftime("%m-%d") for d in days)
     ordinal = sorted(d.toordinal() for d in days)
     label = "생일 " + (f"{keys[0]}~{keys[-1]}" if len(keys) > 1 else keys[0]) if keys else "생일"
@@ -517,45 +522,12 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
         fragment.consumed.update(span(m))
     resolver = q.periods(taken)
     expire_mode = q.expire_mode(taken) if entity == CONTRACTS else None
-    period = resolver.resolve(future=expire_mode == "expiring")
-    if expire_mode == "expiring" and period is None and (q.rank or q.f.has("most")):
-        # "만기가 가장 임박한 계약": the nearest ones still ahead, in no window of their own
-        period = Period(q.as_of + dt.timedelta(days=1), FAR_FUTURE, "만기 전", whole_months=False)
-    elif expire_mode == "expiring" and period is None:
-        # "만기 예정 계약" with no period: the catalogue's next calendar months.
-        start = add_months(month_start(q.as_of), 1)
-        last = add_months(start, EXPIRING_SOON_MONTHS - 1)
-        period = months_period(start, last, f"향후 {EXPIRING_SOON_MONTHS}개월")
-    if expire_mode == "expiring" and period is not None and period.start < q.as_of < period.end:
-        # "올해 만기 예정": what is still ahead, from the as-of date.
-        period = Period(q.as_of, period.end, period.label, whole_months=False)
+    period = _expiring_period(q, resolver.resolve(future=expire_mode == "expiring"), expire_mode)
     if period is None:
         return PeriodPart(fragment, None, None)
     words = resolver.consumed() - taken
     if entity == PAYMENTS:
-        period = period.clipped(not_after=q.as_of)
-        days_written = any(n.unit == "days" for n in resolver.numbers()) or any(
-            p.start == p.end for p in q.f.iso_periods
-        )
-        if days_written and "납입" in q.f.values("pay_status"):
-            # "3월 1일부터 3월 31일까지 납입한": the day the money came in
-            fragment.filters.append(_between("paid_date", period))
-            fragment.understood.append(f"납부일 {dates.describe(period)}")
-            fragment.consumed |= words
-            return PeriodPart(fragment, period, period)
-        if period.whole_months:
-            first, last = period.months()
-            if first == last:
-                fragment.filters.append({"field": "due_month", "op": "eq", "value": first})
-            else:
-                fragment.filters.append(
-                    {"field": "due_month", "op": "between", "value": [first, last]}
-                )
-        else:
-            fragment.filters.append(_between("due_date", period))
-        fragment.understood.append(f"납입월 {dates.describe(period)}")
-        fragment.consumed |= words
-        return PeriodPart(fragment, period, period)
+        return _payment_period(q, fragment, period, words, resolver)
     if entity == CONTRACTS:
         statuses = set(q.f.values("contract_status"))
         if expire_mode is None and q.customer_joined:
@@ -575,6 +547,47 @@ def period_stage(q: Question, entity: str, taken: frozenset[int]) -> PeriodPart:
         period = period.clipped(not_after=q.as_of)
     fragment.filters.append(_between(fld, period))
     fragment.understood.append(f"{label} {dates.describe(period)}")
+    fragment.consumed |= words
+    return PeriodPart(fragment, period, period)
+
+
+def _expiring_period(q: Question, period: Period | None, expire_mode: str | None):
+    """The period of maturing contracts: the one named, from the as-of date on ("올해 만기
+    예정"); none named, the catalogue's next months ("만기 예정"), or everything still ahead
+    for the nearest ones ("만기가 가장 임박한")."""
+    if expire_mode != "expiring":
+        return period
+    if period is None and (q.rank or q.f.has("most")):
+        return Period(q.as_of + dt.timedelta(days=1), FAR_FUTURE, "만기 전", whole_months=False)
+    if period is None:
+        start = add_months(month_start(q.as_of), 1)
+        last = add_months(start, EXPIRING_SOON_MONTHS - 1)
+        return months_period(start, last, f"향후 {EXPIRING_SOON_MONTHS}개월")
+    if period.start < q.as_of < period.end:
+        return Period(q.as_of, period.end, period.label, whole_months=False)
+    return period
+
+
+def _payment_period(q: Question, fragment: Fragment, period: Period, words, resolver):
+    """A period of payments: due months ("3월 미납"), due days, or the day the money came in
+    ("3월 1일부터 3월 31일까지 납입한")."""
+    period = period.clipped(not_after=q.as_of)
+    days_written = any(n.unit == "days" for n in resolver.numbers()) or any(
+        p.start == p.end for p in q.f.iso_periods
+    )
+    if days_written and "납입" in q.f.values("pay_status"):
+        fragment.filters.append(_between("paid_date", period))
+        fragment.understood.append(f"납부일 {dates.describe(period)}")
+    elif period.whole_months:
+        first, last = period.months()
+        if first == last:
+            fragment.filters.append({"field": "due_month", "op": "eq", "value": first})
+        else:
+            fragment.filters.append({"field": "due_month", "op": "between", "value": [first, last]})
+        fragment.understood.append(f"납입월 {dates.describe(period)}")
+    else:
+        fragment.filters.append(_between("due_date", period))
+        fragment.understood.append(f"납입월 {dates.describe(period)}")
     fragment.consumed |= words
     return PeriodPart(fragment, period, period)
 
