@@ -131,12 +131,13 @@ def _answer(
         raise QuestionRefused(message, reason=refusal.reason, words=words)
     if parsed.plan is None:
         return _help_answer(asker, limit, {**interpretation, "help": parsed.help})
-    with tracing.span("kb.proofread"):
-        _proofread(prompt, parsed.plan, asker, as_of=as_of, vocabulary=vocabulary)
     try:
         policed = police(
             plan_parse(parsed.plan), asker, unexpressed=tuple(parsed.unexpressed), as_of=as_of
         )
+        # After the policy (a masked column is refused as that, first), before anything runs.
+        with tracing.span("kb.proofread"):
+            _proofread(prompt, parsed.plan, asker, as_of=as_of, vocabulary=vocabulary)
         answered = execute(policed, interpretation=interpretation)
     except ConditionRefused:
         raise

@@ -97,6 +97,7 @@ def _customer_fields(to_customer: str) -> list[FieldSpec]:
         _f("planner_name", "설계사명", "planner", Kind.STR, f"{c}planner__name"),
         _f("branch_id", "지점 ID", "branch ID", Kind.STR, f"{c}branch_id"),
         _f("branch_name", "지점명", "branch", Kind.STR, f"{c}branch__branch_name"),
+        _f("region", "지역", "region", Kind.STR, f"{c}branch__region"),
         _f("grade", "고객 등급", "grade", Kind.STR, f"{c}grade"),
         _f("gender", "성별", "gender", Kind.STR, f"{c}gender"),
         _f("birth_date", "생년월일", "birth date", Kind.DATE, birth),

@@ -52,6 +52,7 @@ PLAN_KEYS = (
     "entity", "fields", "filters", "group_by", "aggregates", "order_by", "limit", "related"
 )  # fmt: skip
 MAX_RELATED = 3
+MAX_RELATED_COUNT = 1000  # "계약이 N건 이상인": a count no customer reaches is still a count
 # Which entity's rows a plan's row may be asked to have (or lack), and the ORM path from those
 # rows back to it: a customer's contracts and payments, a contract's payments.
 RELATED_PATHS: dict[tuple[str, str], str] = {
@@ -128,11 +129,13 @@ class OrderBy:
 @dataclass(frozen=True)
 class Related:
     """Rows of `entity` linked to the plan's row that match `filters`: the row is kept when such
-    rows exist (exists=True, "계약이 있는 고객") or when none does ("미납이 없는 고객")."""
+    rows exist (exists=True, "계약이 있는 고객"), when none does ("미납이 없는 고객"), or when at
+    least `at_least` do ("계약이 2건 이상인 고객")."""
 
     entity: str
     filters: tuple[Filter, ...]
     exists: bool
+    at_least: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ class Plan:
                     {"field": f.field, "op": f.op, "value": _value_json(f.value)} for f in r.filters
                 ],
                 "exists": r.exists,
+                **({"at_least": r.at_least} if r.at_least is not None else {}),
             }
             for r in self.related
         ]
@@ -388,7 +392,7 @@ def _filters(spec: EntitySpec, value: object) -> tuple[Filter, ...]:
 def _related(spec: EntitySpec, value: object) -> tuple[Related, ...]:
     result = []
     for item in _list(value, "related", MAX_RELATED):
-        item = _dict(item, ("entity", "filters", "exists"), "related")
+        item = _dict(item, ("entity", "filters", "exists", "at_least"), "related")
         name = item.get("entity")
         if (spec.name, name) not in RELATED_PATHS or not isinstance(name, str):
             raise PlanError(
@@ -399,8 +403,16 @@ def _related(spec: EntitySpec, value: object) -> tuple[Related, ...]:
         exists = item.get("exists", True)
         if not isinstance(exists, bool):
             raise PlanError(_("related의 exists는 true 또는 false여야 합니다."))
+        at_least = item.get("at_least")
+        if at_least is not None and (
+            type(at_least) is not int or not 1 <= at_least <= MAX_RELATED_COUNT or not exists
+        ):
+            raise PlanError(
+                _("related의 at_least는 exists가 true일 때 1~%(max)s의 정수여야 합니다.")
+                % {"max": MAX_RELATED_COUNT}
+            )
         result.append(Related(entity=name, filters=_filters(ENTITIES[name], item.get("filters")),
-                              exists=exists))  # fmt: skip
+                              exists=exists, at_least=at_least))  # fmt: skip
     return tuple(result)
 
 

@@ -169,7 +169,7 @@ class _Shape(NamedTuple):
     grouped: bool
     masks: tuple[tuple[str, Mask], ...]
     scope_paths: tuple[str, ...]  # the policy's row filter, by ORM path
-    related: tuple = ()  # (entity, path, filters shape, exists, masks) per related condition
+    related: tuple = ()  # (entity, path, filters shape, exists, masks, counted) per condition
 
 
 def _shape(
@@ -198,6 +198,7 @@ def _shape(
                 tuple((f.field, f.op, _value_shape(f.value)) for f in r.filters),
                 r.exists,
                 rmasks,
+                r.at_least is not None,
             )
             for r, rmasks in zip(plan.related, related_masks, strict=True)
         ),
@@ -513,8 +514,11 @@ class _Compiler:
             gettext("알 수 없는 연산자입니다: %(op)s") % {"op": repr(op)}, code="unknown_op"
         )
 
-    def related_condition(self, index: int, entity, path, filters, exists, masks) -> _Frag:
-        """[NOT] EXISTS (the related rows of this row that match the related filters)."""
+    def related_condition(
+        self, index: int, entity, path, filters, exists, masks, counted=False
+    ) -> _Frag:
+        """[NOT] EXISTS (the related rows of this row that match the related filters), or their
+        number compared with the plan's `at_least` ("계약이 2건 이상인 고객")."""
         inner_shape = self.shape._replace(
             entity=entity, columns=(), filters=filters, group_by=(), aggregates=(), order_by=(),
             grouped=False, masks=masks, scope_paths=(), related=(),
@@ -530,6 +534,15 @@ class _Compiler:
         where += [inner.condition(i, *item) for i, item in enumerate(filters)]
         table = f"{self.quote(inner.spec.model._meta.db_table)} {inner.alias}0"
         joins = "".join(f" {sql}" for _alias, sql in inner.joins.values())
+        if counted:
+            at_least: Binder = lambda r, index=index: r.plan.related[index].at_least  # noqa: E731
+            return _join(
+                "",
+                # Table and column names come from the models, never from the question.
+                [_Frag(f"(SELECT COUNT(*) FROM {table}{joins} WHERE "),  # noqa: S608
+                 _join(" AND ", where),
+                 _Frag(") >= %s", (at_least,))],
+            )  # fmt: skip
         keyword = "EXISTS" if exists else "NOT EXISTS"
         return _join(
             "",

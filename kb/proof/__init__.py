@@ -46,6 +46,7 @@ def proofread(text: str, plan: dict, as_of: dt.date) -> list[Disagreement]:
         *check.times(text, plan, numbers, as_of),
         *check.grouping(text, plan),
         *check.aggregates(text, plan),
+        *check.related_counts(text, plan, numbers),
         *check.statuses(text, plan),
         *check.names(text, plan),
     ]

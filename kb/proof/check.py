@@ -20,6 +20,7 @@ from .quantities import (
     AGE,
     BAND,
     BEFORE,
+    COUNT,
     DECADE,
     DOWN,
     EXACT,
@@ -293,6 +294,8 @@ def _window_carried(w: Window, low: dt.date | None, high: dt.date | None) -> boo
         return low in (w.first, w.last + dt.timedelta(days=1)) and (high is None or high > w.last)
     if w.direction == UNTIL:
         return high == w.last and (low is None or low < w.first)
+    if w.direction == periods.TOUCH:
+        return (low is None or low <= w.last) and (high is None or high >= w.first)
     if low is None or high is None:
         return False
     if w.exact:
@@ -329,7 +332,7 @@ def _day_of(c: dict) -> str | None:
 
 
 _AGGREGATE_CUES = {
-    "count": r"몇|수\b|수[는가를요]|건수|명수|개수|인원|count|how many|number of|얼마나 많",
+    "count": r"몇|수\b|수[는가를요]|건수|명수|개수|인원|count|\bmany\b|number of|얼마나 많",
     "sum": r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|"
     r"많이|많은|"
     r"적게|적은|most|least|가장|제일|순위|rank|best|worst|highest|lowest|비교",
@@ -359,6 +362,31 @@ def aggregates(text: str, plan: dict) -> Iterator[Disagreement]:
             ko, en = _AGGREGATE_WORDS[fn]
             yield Disagreement(
                 "", f"질문에 없는 집계({ko})", f"an aggregate the question does not ask ({en})"
+            )
+
+
+_PEOPLE_COUNTED = re.compile(r"명|분|people|customer")
+
+
+def related_counts(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreement]:
+    """ "계약이 2건 이상인 고객", "at least 2 contracts": a count of the row's other rows."""
+    counts = [
+        q
+        for q in numbers
+        if q.unit == COUNT and q.direction == UP and not _PEOPLE_COUNTED.search(q.words)
+    ]
+    carried = [r.get("at_least") for r in plan.get("related") or [] if r.get("at_least")]
+    for q in counts:
+        if not any(n in (q.value, q.value + 1) for n in carried):
+            ko = f"'{q.words}'을(를) 관련 행이 {q.value}건 이상이라는 조건으로 읽었습니다"
+            en = f"read '{q.words}' as at least {q.value} related rows"
+            yield Disagreement(q.words, ko, en)
+    for n in carried:
+        if not any(n in (q.value, q.value + 1) for q in counts):
+            yield Disagreement(
+                "",
+                f"질문에 없는 건수 조건({n}건 이상)",
+                f"a count the question does not state ({n})",
             )
 
 

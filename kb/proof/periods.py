@@ -24,6 +24,7 @@ from .quantities import (
 )
 
 IN = "in"  # the window itself: the plan's dates lie inside it
+TOUCH = "touch"  # one of several periods asked together: the plan's dates reach into it
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,20 @@ _RELATIVE_YEARS = [
     (r"내년|다음\s?해|next year", 1),
     (r"올해|올\s|올$|금년|이번\s?해|this year|current year", 0),
 ]
+_MONTH_OFFSETS = (
+    (r"지난\s?달|저번\s?달|전월|전달|last month|previous month", -1),
+    (r"이번\s?달|이달|금월|당월|this month", 0),
+    (r"다음\s?달|담달|내달|익월|next month", 1),
+)
+_EDGE_AFTER = re.compile(r"\s?(?:에|의)?\s?(?:이후|이전|부터|까지|전|후|안|내|말|초)")
+_RELATIVE_MONTH = re.compile("|".join(k for k, _ in _MONTH_OFFSETS), re.IGNORECASE)
+
+
+def _add_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 + months
+    return dt.date(index // 12, index % 12 + 1, 1)
+
+
 _QUARTER = re.compile(
     r"(?:([1-4])\s?(?:사)?분기|[Qq]([1-4])\b|\b([1-4])[Qq]\b|\b(first|second|third|fourth|1st|2nd|"
     r"3rd|4th) quarter)",
@@ -179,6 +194,12 @@ def _windows(text: str, numbers: list[Quantity], as_of: dt.date) -> list[Window]
         first = dt.date(year, 7 if second else 1, 1)
         found.append(Window(m.group(0), first, _month_end(year, 12 if second else 6), IN, True))
         spans.append(_year_span(text, m.start(), m.end()))
+    for m in _RELATIVE_MONTH.finditer(text):  # "지난달하고 이번 달": each month is asked
+        if _BIRTH_MARK.search(text) or _EDGE_AFTER.match(text, m.end()):
+            continue  # "이번 달이 생일인", "다음 달 이후": a birthday or an edge, not the month
+        offset = next(o for k, o in _MONTH_OFFSETS if re.fullmatch(k, m.group(0), re.I))
+        month = _add_months(dt.date(as_of.year, as_of.month, 1), offset)
+        found.append(Window(m.group(0), month, _month_end(month.year, month.month), TOUCH))
     for m in _YTD.finditer(text):
         found.append(Window(m.group(0), dt.date(as_of.year, 1, 1), as_of, IN, exact=False))
     for m in _MONTH_WITH_DIRECTION.finditer(text):

@@ -238,6 +238,8 @@ _KO_AFTER_DATE_RE = [(re.compile(r"\s?(?:에|의|년)?" + p), d) for p, d in _KO
 _EN_BEFORE_RE = [(re.compile(p, re.IGNORECASE), d) for p, d in _EN_BEFORE]
 _EN_BEFORE_DATE_RE = [(re.compile(p, re.IGNORECASE), d) for p, d in _EN_BEFORE_DATE]
 _EN_AFTER_RE = [(re.compile(p, re.IGNORECASE), d) for p, d in _EN_AFTER]
+_BORN = re.compile(r"born|birth", re.IGNORECASE)
+_COUNTED_AFTER = re.compile(r"\s?(?:contracts?|policies|payments?|premiums?)\b", re.IGNORECASE)
 _BAND = re.compile(r"\s?대(?![가-힣]*생)")
 
 
@@ -253,7 +255,16 @@ def quantities(text: str) -> list[Quantity]:
         if not free(start, end):
             continue
         unit, unit_end = _unit(text, end, value)
+        if (
+            unit == DECADE
+            and text[unit_end - 1 : unit_end] == "s"
+            and _BORN.search(text[max(0, start - 20) : start])
+        ):
+            unit, value = DECADE_YEARS, 1900 + value  # "born in the 90s": the 1990s
         direction, words_end = _direction(text, start, unit_end, unit)
+        counted = _COUNTED_AFTER.match(text, words_end) and not spelled and value < 1000
+        if unit is None and direction in (UP, DOWN) and counted:
+            unit = COUNT  # "2 or more contracts" (not "above 100k contracts": an amount)
         found.append(
             Quantity(
                 words=text[start:unit_end].strip(),
@@ -316,6 +327,8 @@ def _unit(text: str, end: int, value: int) -> tuple[str | None, int]:
             return SPAN, m.end()
         if unit == MONTH and not 1 <= value <= 12:
             continue
+        if unit == COUNT and value >= 1000:
+            continue  # "above 100k contracts": an amount before the noun, not a count of them
         if unit == DAY and not 1 <= value <= 31:
             continue
         return unit, m.end()

@@ -35,7 +35,7 @@ DIM_FIELDS: dict[str, tuple[str, ...]] = {
     "age_group": ("age_group",),
     "month": ("due_month",),
     "year": (),  # no plan groups by year: a question that asks it is refused, not answered
-    "region": (),
+    "region": ("region",),
     "customer": ("customer_id", "customer_name"),
     "contract": ("contract_id",),
 }

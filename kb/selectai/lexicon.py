@@ -273,6 +273,8 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
                           "distribution", "breakdown")),
     ((("group", True), ("dim", "month")), ("매월", "매달", "달마다", "monthly", "month by month")),
     ((("dim", "branch"),), ("지점", "점포", "영업점", "branch", "branches", "office", "offices")),
+    # "지역별" groups by the branch's region; a region's name ("서울") is a condition (below)
+    ((("dim", "region"),), ("지역", "시도", "region", "regions")),
     ((("dim", "planner"),), ("설계사", "담당자", "담당 설계사", "플래너", "fp", "컨설턴트",
                              "planner", "planners", "agent", "agents")),
     ((("dim", "product"),), ("상품", "보험상품", "보험 상품", "상품명", "product", "products")),

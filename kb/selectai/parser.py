@@ -303,7 +303,10 @@ def _related_plan(whole: Question, related, fragments: list[Fragment]) -> list[d
     inner_filters = [x for fragment in inner for x in fragment.filters]
     if related.universal:
         inner_filters = _all_of(inner_filters, fragments[-1], related.words)
-    return [{"entity": related.entity, "filters": inner_filters, "exists": related.exists}]
+    counted = {"at_least": related.at_least} if related.at_least is not None else {}
+    return [
+        {"entity": related.entity, "filters": inner_filters, "exists": related.exists, **counted}
+    ]
 
 
 def _decided(q: Question, scope: str, plan: dict, fragments: list[Fragment], family, applied):
@@ -373,7 +376,8 @@ FUNCTION_WORDS = frozenset(
     "we us me need like just also only pull up fetch bring kindly thanks thank hi hello "
     "currently right now shown showing view let know much many s their 용 염 욤 yet went go "
     "gone come came got been being become insurance there's what's right either 번호 아이디 "
-    "관리 나머지 rest remaining 계 계시 already still where but belong belongs whose did so far"
+    "관리 나머지 rest remaining 계 계시 already still where but belong belongs whose did so far "
+    "pay pays paying"
     "".split()
 )
 

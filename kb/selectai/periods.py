@@ -265,7 +265,17 @@ class PeriodResolver:
                         year, year_at = value, j
             # "may" is usually the verb; take it as May only with a year or "in/for May".
             previous = tokens[i - 1].form if i > 0 else ""
-            if token.form == "may" and year is None and previous not in ("in", "for", "of"):
+            beside_day = any(
+                0 <= j < len(tokens) and tokens[j].tag == "SN" and tokens[j].form.isdigit()
+                and int(tokens[j].form) <= 31
+                for j in (i - 1, i + 1)
+            )  # fmt: skip
+            if (
+                token.form == "may"
+                and year is None
+                and previous not in ("in", "for", "of")
+                and not beside_day  # "born on 2 May"
+            ):
                 continue
             out.append((i, month, year_at if with_year_token else year))
         return out

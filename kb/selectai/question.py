@@ -401,12 +401,13 @@ class Question:
         month = next(
             (n for n in self.f.numbers if n.first == following and n.unit == "month"), None
         )
-        if (
-            month is not None
-            and month.last + 1 < len(tokens)
-            and tokens[month.last + 1].form == "생"
-        ):
-            return True  # "1989년 9월생"
+        if month is not None:  # "1989년 9월생", "1987년 2월 11일생"
+            day = next(
+                (n for n in self.f.numbers if n.first == month.last + 1 and n.unit == "days"), None
+            )
+            last = (day or month).last
+            if last + 1 < len(tokens) and tokens[last + 1].form == "생":
+                return True
         births = [m for _, m in self.f.kinds("birth")]
         births += [m for v, m in self.f.kinds("column") if v == "birth_date"]
         return any(-3 <= m.first - number.last <= 2 or 0 < number.first - m.last <= 3
@@ -415,6 +416,10 @@ class Question:
     def has_domain_signal(self) -> bool:
         f = self.f
         people = any(n.counter == "명" for n in f.numbers)  # "가장 최근에 가입한 5명"
+        tokens = self.tokens
+        people |= any(  # "11월 14일생": people born then
+            n.last + 1 < len(tokens) and tokens[n.last + 1].form == "생" for n in f.numbers
+        )
         birth_years = any(
             self.birth_context(n) for n in f.numbers if n.unit in ("year", "years", "decade_years")
         )

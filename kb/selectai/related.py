@@ -23,6 +23,7 @@ class RelatedPart:
     clause: frozenset[int]
     words: frozenset[int]
     universal: bool = False  # "계약이 전부 유지 중인": no related row fails the clause
+    at_least: int | None = None  # "계약이 2건 이상인": at least this many related rows
 
 
 _NEGATIVE = {"없": "VA", "않": "VX", "안": "MAG", "못": "MAG"}
@@ -45,8 +46,10 @@ _CUE_FORMS = frozenset(_NEGATIVE) | frozenset(_POSITIVE) | _NEGATIVE_EN | _POSIT
 
 def related_part(q: Question) -> RelatedPart | None:
     f = q.f
+    counted = _count_cue(q)
     maybe = (
-        f.has("all")
+        counted is not None
+        or f.has("all")
         or (f.has("pay_status") and f.has("noun", "contract"))
         or (f.has("new") and (f.has("product") or f.has("category")))
         or any(m.text.lower() == "without" for _, m in f.kinds("negate"))
@@ -55,7 +58,7 @@ def related_part(q: Question) -> RelatedPart | None:
     if not maybe:
         return None  # nothing says rows exist or not: the common case, decided at once
     english = question_language(q.text) == "en"
-    cue = _existence_cue(q, english)
+    cue = counted[:3] if counted is not None else _existence_cue(q, english)
     universal = False
     if cue is None and not english:
         cue, universal = _universal_cue(q), True
@@ -71,8 +74,12 @@ def related_part(q: Question) -> RelatedPart | None:
         region = set(range(at + 1, len(q.tokens)))
     else:
         after = [(m, v) for m, v in heads if m.first >= at]
-        head = after[-1] if after else None
-        region = set(range(0, at))
+        among = [(m, v) for m, v in heads if m.last < at and _form(q, m.last + 1) == "중"]
+        # "어르신 중 … 계약 2건 이상인 분": the rows answered are named before 중
+        head = after[-1] if after else (among[-1] if among else None)
+        # "작년에 가입한 고객 중 계약 2건 이상인 사람": the clause starts after the answered rows
+        named = [m.last for m, v in heads if m.last < at and v == (head[1] if head else None)]
+        region = set(range(max(named) + 1 if named else 0, at))
     if head is None:
         return None
     head_entity = RELATED_HEADS[head[1]]
@@ -93,7 +100,12 @@ def related_part(q: Question) -> RelatedPart | None:
         if not kinds & {"product", "category"}:  # "가입한 고객" is when they joined
             return None
     clause, words = _clause_and_cue_words(q, region, cue_words)
-    return RelatedPart(head_entity, entity, exists, clause, words, universal)
+    at_least = counted[3] if counted is not None else None
+    return RelatedPart(head_entity, entity, exists, clause, words, universal, at_least)
+
+
+def _form(q: Question, i: int) -> str:
+    return q.tokens[i].form if 0 <= i < len(q.tokens) else ""
 
 
 def _clause_and_cue_words(q: Question, region: set[int], cue_words) -> tuple[frozenset, frozenset]:
@@ -105,13 +117,16 @@ def _clause_and_cue_words(q: Question, region: set[int], cue_words) -> tuple[fro
         and not any(k == "noun" and v == "customer" for k, v in m.payloads)
         for i in span(m)
     }  # fmt: skip
-    clause |= {i for n in q.f.numbers if span(n) <= region and n.value != 1 for i in span(n)}
+    # "한 번도", "1건도" only stress that none exists; "1분기", "1월" are the clause's period
+    stress = [n for n in q.f.numbers if span(n) <= region and n.value == 1
+              and n.unit in (None, "count")]  # fmt: skip
+    clause |= {i for n in q.f.numbers if span(n) <= region and n not in stress for i in span(n)}
     for period_tokens in q.f.iso_tokens:
         if set(period_tokens) <= region:
             clause |= set(period_tokens)
     words = set(cue_words)
     words |= {i for i in region if q.tokens[i].form in _EMPHASIS}
-    words |= {i for n in q.f.numbers if span(n) <= region and n.value == 1 for i in span(n)}
+    words |= {i for n in stress for i in span(n)}
     return frozenset(clause - words), frozenset(words)
 
 
@@ -154,6 +169,33 @@ def _first_cue(tokens, english_forms: frozenset | None, korean: dict[str, str]) 
                 return i
         elif token.tag.startswith(korean.get(token.form, "\0")):
             return i
+    return None
+
+
+def _count_cue(q: Question):
+    """(token index, True, tokens, N) of a count of the other rows: "계약이 2건 이상인",
+    "미납 3건 넘는", "at least 2 contracts", "2 or more contracts"; None without one."""
+    cmp_before = {m.last + 1: (v, m) for v, m in q.f.kinds("cmp")}
+    cmp_after = {m.first: (v, m) for v, m in q.f.kinds("cmp")}
+    counted_nouns = {m.first for v, m in q.f.kinds("noun") if v in ("contract", "payment")}
+    for n in q.f.numbers:
+        written_after = (
+            n.last + 1 in cmp_after and cmp_after[n.last + 1][1].last + 1 in counted_nouns
+        )
+        if n.unit != "count" and not (n.unit is None and written_after):  # "2 or more contracts"
+            continue
+        if n.counter in ("명", "곳", "위", "등"):
+            continue  # people and places are the rows answered, not the rows counted
+        words = span(n)
+        op = n.modifier if n.modifier in ("gte", "gt") else None
+        for table, key in ((cmp_before, n.first), (cmp_after, n.last + 1)):
+            if op is None and key in table and table[key][0] in ("gte", "gt"):
+                op, m = table[key]
+                words |= span(m)
+        if op is None:
+            continue
+        at = n.first if question_language(q.text) == "ko" else min(words) - 1
+        return at, True, words, n.value + (1 if op == "gt" else 0)
     return None
 
 

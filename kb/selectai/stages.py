@@ -50,6 +50,7 @@ DIM_FIELDS: dict[str, list[str]] = {
     "customer": ["customer_id", "customer_name"],
     "contract": ["contract_id"],
     "month": ["due_month"],
+    "region": ["region"],
 }
 # Dimensions whose natural order is the key itself (a time series, an age ladder).
 ORDERED_DIMS = {"month", "age_group"}
@@ -181,7 +182,7 @@ def birth_stage(q: Question, entity: str) -> Fragment:
             century = q.as_of.year // 100 * 100
             year = century + year if century + year <= q.as_of.year else century - 100 + year
         tokens = span(number) | _birth_words_near(q, number)
-        decade = number.unit == "decade_years"
+        decade = number.unit in ("decade_years", "decade")
         first_day, last_day = dt.date(year, 1, 1), dt.date(year + 9 if decade else year, 12, 31)
         label = f"{year}년대" if decade else f"{year}년"
         month, day, modifier, used = _birth_month_day(q, number, number.modifier)
@@ -363,6 +364,8 @@ def _birth_words_near(q: Question, number: NumberMention) -> set[int]:
 def _birth_year(q: Question, number: NumberMention) -> bool:
     if number.unit in ("year", "years", "decade_years"):
         return q.birth_context(number)
+    if number.unit == "decade" and number.counter == "s":
+        return q.birth_context(number)  # "born in the 90s": the 1990s, not people in their 90s
     # "born in March 1987": a bare four-digit year next to a birth word
     return number.unit is None and 1900 <= number.value <= 2999 and q.birth_context(number)
 
@@ -891,6 +894,15 @@ def _age_context(q: Question, number: NumberMention) -> bool:
     ]
     if any(0 <= number.first - m.last <= 2 or 0 <= m.first - number.last <= 2 for m in near):
         return True
+    customers_before = [
+        m for v, m in q.f.kinds("noun") if v == "customer" and 0 < number.first - m.last <= 3
+    ]
+    english_cmp_beside = [
+        m for _, m in q.f.kinds("cmp")
+        if m.text.isascii() and (0 < number.first - m.last <= 1 or 0 < m.first - number.last <= 1)
+    ]  # fmt: skip
+    if customers_before and english_cmp_beside and number not in q.money_numbers:
+        return True  # "… for customers 50 and up", "belong to customers over 60"
     if number in q.money_numbers or q.f.values("measure"):
         return False
     english_cmp = [m for _, m in q.f.kinds("cmp") if m.text.isascii()]

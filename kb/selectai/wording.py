@@ -14,7 +14,7 @@ from .vocabulary import Vocabulary
 
 DIM_LABELS = {"branch": "지점", "planner": "설계사", "product": "상품", "category": "카테고리",
               "grade": "등급", "status": "상태", "gender": "성별", "age_group": "연령대",
-              "customer": "고객", "contract": "계약", "month": "월"}  # fmt: skip
+              "customer": "고객", "contract": "계약", "month": "월", "region": "지역"}  # fmt: skip
 UNIT_COUNTERS = {"customer": "명", "planner": "명", "branch": "곳"}
 SCOPE_BY_ROLE = {"planner": "담당 고객 기준", "branch_manager": "우리 지점 기준",
                  "hq_analyst": "전사 기준"}  # fmt: skip
@@ -109,6 +109,9 @@ def related_text(plan: dict, vocab: Vocabulary) -> str:
             {"filters": related["filters"], "entity": related["entity"]}, "", vocab
         )
         label = ENTITIES[related["entity"]].label
+        if related.get("at_least"):
+            parts.append(f"{conditions} {label} {related['at_least']}건 이상인".strip())
+            continue
         have = "있는" if related["exists"] else "없는"
         parts.append(f"{conditions} {label}이(가) {have}".strip())
     return " ".join(parts)

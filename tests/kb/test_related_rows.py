@@ -105,3 +105,47 @@ def test_the_reader_links_exactly_the_rows_a_plan_can_compile():
     from kb.selectai.related import _RELATED_LINKS
 
     assert set(RELATED_PATHS) == _RELATED_LINKS
+
+
+@pytest.mark.parametrize("sid", ASKERS)
+@pytest.mark.parametrize("at_least", [1, 2, 3])
+def test_customers_with_at_least_n_rows_are_counted_over_their_own_rows(kb, sid, at_least):
+    """ "유지 계약이 2건 이상인 고객": a count over the customer's own rows, in scope."""
+    from collections import Counter
+
+    asker = Stakeholder.objects.get(pk=sid)
+    related = [{"entity": "contracts", "exists": True, "at_least": at_least,
+                "filters": [{"field": "status", "op": "eq", "value": "유지"}]}]  # fmt: skip
+    counted = [{"fn": "count", "field": None, "as": "count"}]
+    answer = execute_plan(plan("customers", related, aggregates=counted), stakeholder=asker)
+    held = Counter(k["customer_id"] for k in contract_view(sid) if k["status"] == "유지")
+    expected = {c for c, n in held.items() if n >= at_least}
+    assert answer["rows"] == [{"count": len(expected)}]
+    assert expected  # someone holds that many: the test can fail
+
+
+@pytest.mark.parametrize(
+    "related",
+    [
+        {"entity": "contracts", "exists": True, "at_least": 0},
+        {"entity": "contracts", "exists": True, "at_least": "2"},
+        {"entity": "contracts", "exists": True, "at_least": True},
+        {"entity": "contracts", "exists": False, "at_least": 2},
+        {"entity": "contracts", "exists": True, "at_least": 10**6},
+    ],
+)
+def test_a_count_of_related_rows_is_a_small_whole_number_of_rows_that_exist(related):
+    with pytest.raises(PlanError):
+        plan_parse(plan("customers", [related]))
+
+
+def test_the_reader_counts_a_customers_rows(kb):
+    from kb.answering import answer_question
+
+    answer = answer_question(stakeholder_id=M1, prompt="계약이 2건 이상인 고객", limit=100)
+    (related,) = answer["interpretation"]["plan"]["related"]
+    assert (related["entity"], related["at_least"]) == ("contracts", 2)
+    from collections import Counter
+
+    held = Counter(k["customer_id"] for k in contract_view(M1))
+    assert ids(answer, "customer_id") == {c for c, n in held.items() if n >= 2}

@@ -449,7 +449,7 @@ def test_the_words_that_shaped_the_plan_are_reported_and_nothing_was_left_over(k
         ("VIP 고객 보여줘 xyzzy", "xyzzy"),
         ("해지 사유별 계약 수", "사유"),
         ("고객 목록 K9 구역 7777", "7777"),
-        ("계약 2건 이상인 고객", "2건 이상"),
+        ("계약 2건 이하인 고객", "2건 이하"),  # a count of rows at most N: no plan says it
     ],
 )
 def test_a_word_that_could_change_the_answer_and_was_not_used_is_refused_by_name(kb, prompt, word):

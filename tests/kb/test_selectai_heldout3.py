@@ -5,7 +5,9 @@ and periods by grammar, by people who had not read the reader. Its first run, on
 stood, was 88 right of 242 (36.4%), 76 wrong and RS(10) -277.7%
 (docs/selectai/accuracy-heldout3-first-run.txt); with the second reading added and the reader
 unchanged, 90 right, 23 wrong, RS(10) -57.9% (docs/selectai/accuracy-heldout3-with-proof.txt).
-The questions that are not right now are listed in KNOWN_MISSES with what they come to instead,
+After general rules only (never a question's wording) it stands at 225 right, 16 refused and 1
+wrong (93.0%, RS(10) 88.8%). The questions that are not right are listed in KNOWN_MISSES with
+what they come to instead,
 so a change in either direction fails until the table says so. Every answer and every refusal
 keeps to the asker's policy.
 """
@@ -22,41 +24,22 @@ from tests.kb.truth import assert_refusal_policy_exact
 # case id -> what it comes to instead of RIGHT
 KNOWN_MISSES: dict[str, str] = {
     "heldout3-comparisons-10": SILENT,
-    "heldout3-periods-14": SILENT,
+    "heldout3-periods-14": REFUSED,
     "heldout3-periods-19": REFUSED,
     "heldout3-money_received-15": REFUSED,
     "heldout3-everyday-05": REFUSED,
     "heldout3-everyday-13": REFUSED,
     "heldout3-everyday-22": REFUSED,
-    "heldout3-everyday-24": REFUSED,
     "heldout3-grouping-04": REFUSED,
-    "heldout3-grouping-05": REFUSED,
-    "heldout3-grouping-07": REFUSED,
-    "heldout3-grouping-08": REFUSED,
     "heldout3-grouping-10": REFUSED,
-    "heldout3-grouping-16": REFUSED,
-    "heldout3-grouping-20": REFUSED,
     "heldout3-grouping-22": REFUSED,
-    "heldout3-grouping-24": REFUSED,
-    "heldout3-casual_english-16": REFUSED,
     "heldout3-casual_english-18": REFUSED,
-    "heldout3-casual_english-24": REFUSED,
-    "heldout3-birthdays-13": FLAGGED,
-    "heldout3-birthdays-17": REFUSED,
-    "heldout3-birthdays-18": REFUSED,
     "heldout3-refusals-10": REFUSED,
     "heldout3-mixed-01": REFUSED,
     "heldout3-mixed-02": REFUSED,
-    "heldout3-mixed-03": REFUSED,
-    "heldout3-mixed-05": REFUSED,
-    "heldout3-mixed-06": REFUSED,
-    "heldout3-mixed-09": REFUSED,
     "heldout3-mixed-11": REFUSED,
     "heldout3-mixed-13": REFUSED,
-    "heldout3-mixed-16": REFUSED,
-    "heldout3-mixed-17": REFUSED,
     "heldout3-mixed-21": REFUSED,
-    "heldout3-mixed-24": REFUSED,
 }
 WRONG = (FLAGGED, SILENT)
 
@@ -78,14 +61,16 @@ def test_every_answer_and_refusal_is_policy_exact(kb, case):
     assert answer["stakeholder"]["id"] == case.stakeholder_id
 
 
-def test_what_the_set_stands_at():
-    """85% right and 1.2% wrong today (RS(10) 72.7%); the targets are 92%, at most 1% and 85%."""
+def test_the_targets_hold():
+    """At least 92% right, at most 1% wrong, RS(10) at least 85%; every refusal the set expects
+    (data the KB does not hold, a masked column) is a refusal."""
     wrong = [c for c, outcome in KNOWN_MISSES.items() if outcome in WRONG]
     right = len(CASES) - len(KNOWN_MISSES)
-    assert right >= 0.85 * len(CASES)
-    assert len(wrong) <= 0.015 * len(CASES)
-    rs10 = (right - 10 * len(wrong)) / len(CASES)
-    assert rs10 >= 0.70
+    assert right >= 0.92 * len(CASES)
+    assert len(wrong) <= 0.01 * len(CASES)
+    assert (right - 10 * len(wrong)) / len(CASES) >= 0.85
+    expected_refusals = {c.id for c in CASES if c.refusal}
+    assert not [c for c in expected_refusals if KNOWN_MISSES.get(c) in WRONG]
     assert set(KNOWN_MISSES.values()) <= {REFUSED, FLAGGED, SILENT}
 
 
