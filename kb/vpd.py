@@ -535,7 +535,10 @@ class _Compiler:
         table = f"{self.quote(inner.spec.model._meta.db_table)} {inner.alias}0"
         joins = "".join(f" {sql}" for _alias, sql in inner.joins.values())
         if counted:
-            at_least: Binder = lambda r, index=index: r.plan.related[index].at_least  # noqa: E731
+
+            def at_least(r, index=index):
+                return r.plan.related[index].at_least
+
             return _join(
                 "",
                 # Table and column names come from the models, never from the question.
