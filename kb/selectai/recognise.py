@@ -304,7 +304,17 @@ def _read_amount(tokens: list[Token], i: int, text: str = "") -> tuple[int, int]
     """A run of digit and Sino-Korean numeral tokens read as one amount, with the longest
     reading that makes a whole number; None when the run is a plain native or English numeral
     (read by _read_number_part)."""
-    if not _amount_token(tokens[i]):
+    first = tokens[i]
+    # "만오백이십원": Kiwi reads a leading 만 as a determiner ("full", "only") before numerals
+    leading_unit = (
+        first.tag == "MM"
+        and first.form in ("만", "억", "천")
+        and i + 1 < len(tokens)
+        and tokens[i + 1].start == first.end
+        and _amount_token(tokens[i + 1])
+        and tokens[i + 1].tag == "NR"
+    )
+    if not (_amount_token(first) or leading_unit):
         return None
     last = i
     parts = [[tokens[i].form]]  # each token's parts, with a numeral Kiwi took for a particle

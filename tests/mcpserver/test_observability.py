@@ -214,6 +214,7 @@ ONE_WAY_THROUGH = [
     "kb.read_question",
     "kb.plan_parse",
     "kb.police",
+    "kb.proofread",
     "kb.execute_plan",
     "kb.answer_build",
 ]
