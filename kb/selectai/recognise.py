@@ -317,7 +317,7 @@ def _read_amount(tokens: list[Token], i: int, text: str = "") -> tuple[int, int]
     if not (_amount_token(first) or leading_unit):
         return None
     last = i
-    parts = [[tokens[i].form]]  # each token's parts, with a numeral Kiwi took for a particle
+    parts = [[*_dropped_lead(tokens, i, text), tokens[i].form]]  # with a numeral Kiwi dropped
     while last + 1 < len(tokens) and _amount_token(tokens[last + 1]):
         nxt, current = tokens[last + 1], tokens[last]
         gap = text[current.end : nxt.start]
@@ -352,6 +352,26 @@ def _read_amount(tokens: list[Token], i: int, text: str = "") -> tuple[int, int]
     if last == i and tokens[i].tag == "NR" and len(tokens[i].form) == 1:
         return None  # a lone 천/만 is read below with what follows it
     return int(value), last
+
+
+def _dropped_lead(tokens: list[Token], i: int, text: str) -> list[str]:
+    """ "보험료 이천구백원": the 이 of 이천 that Kiwi took for a subject particle and dropped. A
+    particle never starts a word, nor follows a syllable without a final consonant (that takes
+    가), so there 이 is the numeral; after "금액이" it is the particle."""
+    at = tokens[i].start - 1
+    if at < 0 or not text or text[at] not in _SINO_CHARS:
+        return []
+    previous = tokens[i - 1] if i else None
+    # dropped, or kept as one character of another kind ("이" as an interjection, IC)
+    if (
+        previous is not None
+        and previous.end > at
+        and (previous.start, previous.end) != (at, at + 1)
+    ):
+        return []
+    before = text[at - 1] if at else " "
+    vowel_final = "\uac00" <= before <= "\ud7a3" and (ord(before) - 0xAC00) % 28 == 0
+    return [text[at]] if before.isspace() or vowel_final else []
 
 
 def _has_unit(tokens: list[Token], j: int) -> bool:

@@ -799,6 +799,8 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
         if not statuses:
             statuses, received = _money_received(q)  # "들어온 보험료", "납입 총액": paid rows
             pay_words |= received
+            if received:
+                fragment.notes.append(PAID_NOTE)
         if len(statuses) > 1:
             # "납입 금액이 10만원 이상인 미납 내역": 납입 금액 names the amount, not a status.
             amount_words = [
@@ -834,6 +836,7 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
 
 
 _PAID_WORDS = re.compile("|".join(PAID_WORDS), re.IGNORECASE)
+PAID_NOTE = "받은·들어온 보험료와 납입 건수·총액은 납입된 건만 셉니다(미납 제외)."
 _NOT_BEFORE = re.compile(r"(?:안|못|아직\s?안|not|n't|never)\s?$", re.IGNORECASE)
 
 

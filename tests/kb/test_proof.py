@@ -318,3 +318,28 @@ def test_the_reader_now_reads_each_misreading_as_the_proof_does(kb):
             assert exc.reason != "proof_disagrees", (question, exc.message)
             continue
         assert disagrees(question, answer["interpretation"]["plan"]) == [], question
+
+
+def test_money_received_is_paid_rows_and_the_answer_says_so(kb):
+    """The catalogue's convention, carried by the reader and stated in the answer's notes."""
+    from kb.answering import answer_question
+    from kb.catalogue import PAID_STATUS
+
+    answer = answer_question(
+        stakeholder_id="KB-M-001", prompt="지금까지 받은 보험료 합계", limit=10
+    )
+    conditions = answer["interpretation"]["plan"]["filters"]
+    assert {"field": "status", "op": "eq", "value": PAID_STATUS} in conditions
+    assert any("납입된 건만" in note for note in answer["interpretation"]["notes"])
+
+
+def test_a_count_of_related_rows_and_a_region_grouping_are_checked_too():
+    counted = plan("customers", related=[{"entity": "contracts", "filters": [], "exists": True,
+                                          "at_least": 2}])  # fmt: skip
+    assert disagrees("계약이 2건 이상인 고객", counted) == []
+    assert disagrees("계약이 3건 이상인 고객", counted)  # the count is the question's
+    assert disagrees("계약이 있는 고객", counted)  # a count nobody asked for
+    by_region = plan("customers", group_by=["region"],
+                     aggregates=[{"fn": "count", "field": None, "as": "count"}])  # fmt: skip
+    assert disagrees("지역별 고객 수", by_region) == []
+    assert disagrees("지점별 고객 수", by_region)

@@ -33,7 +33,9 @@ def reader_numbers(text: str) -> list[int]:
     return [n.value for n in recognise(text, VOCABULARY)[1].numbers]
 
 
-@settings(max_examples=120, deadline=None)
+# Derandomised: the same 200 amounts every run, so a failure here is the code's, not the draw's
+# (a wider search, run by hand with more examples, found the leading 이 and 만 cases).
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(AMOUNTS)
 def test_every_amount_in_every_form_reads_back_as_itself(n):
     forms = {**korean_forms(n), **english_forms(n)}
