@@ -15,6 +15,7 @@ import logging
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS, TOOL_DEFAULT_LIMIT, clamp_limit
 
@@ -151,7 +152,9 @@ def parse_prompt(
             as_of = dt.date.today()
         if isinstance(as_of, dt.datetime):
             as_of = as_of.date()
-        text, corrected = casual.expand(text, english_words(vocabulary))
+        corrected: list[tuple[str, str]] = []
+        if text.isascii():  # casual English only; a Korean question's Latin words are codes
+            text, corrected = casual.expand(text, english_words(vocabulary))
         question = Question(
             text, vocabulary, as_of, default_limit, role if isinstance(role, str) else "",
             stakeholder_id, branch_id,
@@ -170,8 +173,10 @@ def parse_prompt(
         return _help_result(PARSE_FAILED, scope)
 
 
+@lru_cache(maxsize=4)
 def english_words(vocabulary: Vocabulary) -> frozenset[str]:
-    """The English the reader knows: its phrases' words and its filler."""
+    """The English the reader knows: its phrases' words and its filler (worked out once per
+    vocabulary: a question is read on every call)."""
     return lexicon_for(vocabulary).english_words | FUNCTION_WORDS
 
 
