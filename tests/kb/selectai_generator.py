@@ -253,29 +253,36 @@ def _age(rng: random.Random, draft: _Draft) -> None:
     draft.classes.append(f"age:{op}")
 
 
+# A year with its direction, per date: the Korean and English wording of each direction.
+YEAR_WORDS = {
+    "joined_on": (
+        {"before": "{y}년 전에 가입한", "from": "{y}년 이후 가입한", "in": "{y}년에 가입한"},
+        {"before": "who joined before {y}", "from": "who joined since {y}",
+         "in": "who joined in {y}"},
+    ),
+    "start_date": (
+        {"before": "{y}년 전에 시작한", "from": "{y}년 이후 계약한", "in": "{y}년에 계약한"},
+        {"before": "that started before {y}", "from": "that started since {y}",
+         "in": "that started in {y}"},
+    ),
+}  # fmt: skip
+
+
 def _join_year(rng: random.Random, draft: _Draft) -> None:
-    year = rng.randint(2018, 2025)
-    how = rng.choice(("before", "from", "in"))
-    ko = {"before": f"{year}년 전에 가입한", "from": f"{year}년 이후 가입한",
-          "in": f"{year}년에 가입한"}[how]  # fmt: skip
-    en = {"before": f"who joined before {year}", "from": f"who joined since {year}",
-          "in": f"who joined in {year}"}[how]  # fmt: skip
-    draft.filters.append(_year_filter("joined_on", year, how))
-    draft.ko.append(ko)
-    draft.en.append(en)
-    draft.classes.append(f"year:{how}")
+    _year(rng, draft, "joined_on")
 
 
 def _start_year(rng: random.Random, draft: _Draft) -> None:
+    _year(rng, draft, "start_date")
+
+
+def _year(rng: random.Random, draft: _Draft, fld: str) -> None:
     year = rng.randint(2018, 2025)
     how = rng.choice(("before", "from", "in"))
-    ko = {"before": f"{year}년 전에 시작한", "from": f"{year}년 이후 계약한",
-          "in": f"{year}년에 계약한"}[how]  # fmt: skip
-    en = {"before": f"that started before {year}", "from": f"that started since {year}",
-          "in": f"that started in {year}"}[how]  # fmt: skip
-    draft.filters.append(_year_filter("start_date", year, how))
-    draft.ko.append(ko)
-    draft.en.append(en)
+    ko, en = YEAR_WORDS[fld]
+    draft.filters.append(_year_filter(fld, year, how))
+    draft.ko.append(ko[how].format(y=year))
+    draft.en.append(en[how].format(y=year))
     draft.classes.append(f"year:{how}")
 
 
