@@ -56,20 +56,8 @@ def sino_korean_number(word: str) -> int | None:
     if not word or any(ch not in _SINO_DIGITS and ch not in _SINO_SMALL_UNITS
                        and ch not in _SINO_LARGE_UNITS for ch in word):  # fmt: skip
         return None
-    total, section, digit = 0, 0, None
-    for ch in word:
-        if ch in _SINO_DIGITS:
-            if digit is not None:  # two digits in a row ("일이") is not a number word
-                return None
-            digit = _SINO_DIGITS[ch]
-        elif ch in _SINO_SMALL_UNITS:
-            section += (1 if digit is None else digit) * _SINO_SMALL_UNITS[ch]
-            digit = None
-        else:
-            section += digit or 0
-            total += (section or 1) * _SINO_LARGE_UNITS[ch]
-            section, digit = 0, None
-    return total + section + (digit or 0)
+    value = korean_amount([word])  # one grammar of places for a word and for a run of parts
+    return int(value) if value is not None else None
 
 
 def english_number(word: str) -> int | None:
