@@ -116,6 +116,7 @@ class AuditEvent(models.Model):
         UNREAD_WORDS = "unread_words", _("반영할 수 없는 말이 있는 질문")
         OUT_OF_DATA = "out_of_data", _("KB에 없는 데이터에 대한 질문")
         PROOF_DISAGREES = "proof_disagrees", _("두 번 읽은 뜻이 다른 질문")
+        NOT_UNDERSTOOD = "not_understood", _("읽을 수 없는 질문")
         INVALID_PLAN = "invalid_plan", _("잘못된 조회 계획")
         ENGINE_ERROR = "engine_error", _("조회 엔진 오류")
         EXCEPTION = "exception", _("처리 중 예외")

@@ -16,8 +16,7 @@ from django.utils import translation
 
 from core import tracing
 from core.redaction import redact_secrets
-from kb import proof
-from kb.answers import answer_build
+from kb import proof, relay
 from kb.errors import KbError
 from kb.ords import ords_answer, ords_config
 from kb.plans import ENTITIES, PlanError, plan_parse
@@ -25,13 +24,14 @@ from kb.policy import (
     ConditionRefused,
     StakeholderSnapshot,
     check_stakeholder_allowed,
+    outside_scope,
     police,
 )
 from kb.questions import Question, prompt_language
-from kb.selectai.parser import help_examples, parse_prompt
+from kb.selectai.parser import ParseResult, parse_prompt, unreadable_message
 from kb.selectai.provider import ProviderError, propose_plan, provider_config
 from kb.selectai.vocabulary import Vocabulary, vocabulary_from_rows
-from kb.selectai.wording import DEFAULT_SCOPE, SCOPE_BY_ROLE, refusal_message, summary_counted
+from kb.selectai.wording import refusal_message, say, scope_text, suggestions_text
 from kb.selectors import kb_as_of_date, stakeholder_get, vocabulary_rows
 from kb.vpd import execute
 
@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 EMBEDDED, ORDS = "embedded", "ords"
+NOT_UNDERSTOOD = "not_understood"  # a question the reader could not use at all
 BUILTIN, OPENAI_COMPATIBLE = "builtin", "openai_compatible"
 WARM_UP_PROMPT = "이번 달 미납 보험료"
 
@@ -57,9 +58,16 @@ class QuestionRefused(ConditionRefused):
     it is not answered as if it were understood. The message quotes those words, says what was
     understood and offers questions the reader answers in full."""
 
-    def __init__(self, message: str, *, reason: str, words: tuple[str, ...]):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        words: tuple[str, ...],
+        suggestions: tuple[str, ...] = (),
+    ):
         KbError.__init__(self, message, reason=reason)
-        self.code, self.words = reason, words
+        self.code, self.words, self.suggestions = reason, words, suggestions
         self.field = self.use = None
 
 
@@ -130,7 +138,7 @@ def _answer(
         words = tuple(redact_secrets(word) for word in refusal.words)
         raise QuestionRefused(message, reason=refusal.reason, words=words)
     if parsed.plan is None:
-        return _help_answer(asker, limit, {**interpretation, "help": parsed.help})
+        raise _unreadable(parsed, question)
     try:
         policed = police(
             plan_parse(parsed.plan), asker, unexpressed=tuple(parsed.unexpressed), as_of=as_of
@@ -142,14 +150,28 @@ def _answer(
     except ConditionRefused:
         raise
     except PlanError as exc:
-        # A plan this role cannot run: explain instead of failing the call.
-        help_ = {"message": exc.message, "examples": help_examples()}
-        return _help_answer(asker, limit, {**interpretation, "help": help_})
-    summary = summary_counted(
-        interpretation["summary"], answered["row_count"], answered["truncated"], parsed.language
+        # A plan this role cannot run: refused, with what it would answer instead.
+        raise _unreadable(parsed, question, exc.message) from None
+    return relay.told(
+        answered,
+        asker=asker,
+        vocabulary=vocabulary,
+        language=question.language,
+        outside=outside_scope(parsed.plan, asker),
     )
-    answered["interpretation"] = {**answered["interpretation"], "summary": summary}
-    return answered
+
+
+def _unreadable(parsed: ParseResult, question: Question, why: str = "") -> QuestionRefused:
+    """A question the reader could not use at all, refused in its language: an empty success
+    would read as "there is no such data"."""
+    language = question.language
+    message = why or unreadable_message(parsed.unreadable or "parse_failed", language)
+    suggestions = tuple((parsed.help or {}).get("examples") or ())[:3]
+    if suggestions:
+        message = f"{message} {suggestions_text(suggestions, language)}"
+    return QuestionRefused(
+        redact_secrets(message), reason=NOT_UNDERSTOOD, words=(), suggestions=suggestions
+    )
 
 
 def _proofread(
@@ -280,33 +302,25 @@ def _model_answer(
         # The model's plan is held to the same second reading as the reader's.
         log.warning("select ai model plan disagrees with the question, using the built-in parser")
         return None
-    scope = SCOPE_BY_ROLE.get(asker.role, DEFAULT_SCOPE)
+    entity = ENTITIES[plan["entity"]]
     interpretation = {
-        "summary": f"{ENTITIES[plan['entity']].label} 조회 (언어 모델 해석), {scope}",
+        "summary": say(question.language, f"{entity.label} 조회 (언어 모델 해석)",
+                       f"{entity.label_en} (read by the language model)"),
         "family": "model",
-        "scope": scope,
+        "scope": scope_text(asker.role, question.language),
         "entity": plan["entity"],
         "understood": [],
         "source": OPENAI_COMPATIBLE,
-    }
+    }  # fmt: skip
     try:
-        return execute(police(plan_parse(plan), asker), interpretation=interpretation)
+        answered = execute(police(plan_parse(plan), asker), interpretation=interpretation)
     except PlanError as exc:  # valid in general, not for this role (a masked column)
         log.warning("select ai model plan refused (%s), using the built-in parser", exc.code)
         return None
-
-
-def _help_answer(asker: StakeholderSnapshot, limit: int, interpretation: dict) -> dict:
-    """No rows at all: what was (not) understood and questions that work."""
-    return answer_build(
-        columns=[],
-        rows=[],
-        truncated=False,
-        limit=limit,
-        masked_columns=[],
-        as_of=kb_as_of_date(),
-        stakeholder_id=asker.stakeholder_id,
-        role=asker.role,
-        branch_id=asker.branch_id,
-        interpretation=interpretation,
+    return relay.told(
+        answered,
+        asker=asker,
+        vocabulary=vocabulary,
+        language=question.language,
+        outside=outside_scope(plan, asker),
     )

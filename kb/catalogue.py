@@ -212,3 +212,38 @@ PAID_STATUS = "납입"
 # "만기 예정 계약" (maturing, with no period named): in-force contracts maturing in the next
 # three months. "가장 임박한 만기" asks for the nearest one and gets no window.
 EXPIRING_SOON_MONTHS = 3
+
+# Premium totals and premium rankings over contracts count in-force contracts (유지) unless the
+# question names a status or asks for all of them: a cancelled, lapsed or matured contract no
+# longer brings in its monthly premium, and the people who ask mean what is coming in now.
+# Counts and lists of contracts keep every status. Each answer says which statuses it covers.
+IN_FORCE_STATUS = "유지"
+IN_FORCE_MEASURES = frozenset({"monthly_premium", "sum_insured"})
+# Words that ask for every status, where a default would pick one ("모든 상태", "all statuses").
+ALL_STATUS_WORDS = (
+    r"(?:모든|전체)\s?(?:계약\s?|납입\s?)?상태",
+    r"상태\s?(?:무관|상관\s?없|와\s?무관|에\s?관계\s?없)",
+    r"\b(?:all|every|any)\s+(?:contract\s+|payment\s+)?status(?:es)?\b",
+    r"\bregardless\s+of\s+(?:the\s+)?status\b",
+    r"\bwhatever\s+(?:the|their|its)\s+status\b",
+)
+
+
+def in_force_by_default(plan: dict) -> bool:
+    """Whether `plan` is a premium total or premium ranking over contracts, which counts
+    in-force contracts unless the question says otherwise."""
+    if plan.get("entity") != CONTRACTS or "status" in (plan.get("group_by") or ()):
+        return False  # grouped by status: every status is shown as its own row
+    aggregates = plan.get("aggregates") or ()
+    summed = {a.get("field") for a in aggregates if a.get("fn") != "count"}
+    ranked = {o.get("field") for o in plan.get("order_by") or ()}
+    return bool((summed | ranked) & IN_FORCE_MEASURES)
+
+
+# Coded values as stored, with the English an English answer glosses them with; the data stays
+# as it is ("미납 (unpaid)").
+VALUE_GLOSSES = {
+    "유지": "in force", "해지": "cancelled", "실효": "lapsed", "만기": "matured",
+    "납입": "paid", "미납": "unpaid", "일반": "standard", "자동차": "auto", "건강": "health",
+    "생명": "life", "상해": "accident", "F": "female", "M": "male",
+}  # fmt: skip

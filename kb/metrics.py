@@ -20,7 +20,14 @@ REFUSALS = Counter(
     ["reason"],
 )
 REFUSAL_REASONS = frozenset(
-    {"masked_condition", "unread_words", "out_of_data", "proof_disagrees", "policy_refused"}
+    {
+        "masked_condition",
+        "unread_words",
+        "out_of_data",
+        "proof_disagrees",
+        "not_understood",
+        "policy_refused",
+    }
     | {"invalid_plan"}
     | {"engine_error"}
 )

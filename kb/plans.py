@@ -92,6 +92,8 @@ _SUMMABLE = frozenset({Kind.INT, Kind.AGE})
 _ORDERABLE_AGGREGATE = frozenset({Kind.STR, Kind.INT, Kind.DATE, Kind.MONTH, Kind.AGE})
 
 _AGGREGATE_LABELS = {"sum": "합계", "avg": "평균", "min": "최소", "max": "최대", "count": "건수"}
+_AGGREGATE_LABELS_EN = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest",
+                        "count": "count"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -207,9 +209,15 @@ class Plan:
 
 
 def aggregate_label(plan: Plan, aggregate: Aggregate) -> str:
+    """The aggregate's column label in the active language ("월 보험료 합계", "total monthly
+    premium")."""
+    english = (get_language() or "").startswith("en")
     if aggregate.field is None:
-        return "건수"
-    return f"{plan.spec.fields[aggregate.field].label} {_AGGREGATE_LABELS[aggregate.fn]}"
+        return "count" if english else "건수"
+    label = plan.spec.fields[aggregate.field].label_in(get_language())
+    if english:
+        return f"{_AGGREGATE_LABELS_EN[aggregate.fn]} {label}"
+    return f"{label} {_AGGREGATE_LABELS[aggregate.fn]}"
 
 
 def default_alias(fn: str, field: str | None) -> str:

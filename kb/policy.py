@@ -176,6 +176,48 @@ def visible_customers_q(stakeholder, *, customer_path: str = "") -> Q:
     return Q(**dict(zip(rows.paths, rows.values, strict=True)))
 
 
+OTHER_PLANNERS = "*"  # outside_scope's value for "다른 설계사": every planner but the asker
+
+
+def outside_scope(plan: dict, asker: StakeholderSnapshot) -> tuple[tuple[str, str], ...]:
+    """The branches and planners a plan names that lie outside the asker's rows, as (field,
+    value) pairs: a question about them is answered with none of their rows, and the answer
+    says why. Reads only what the asker named (and, for a branch manager naming planners, their
+    branches), so it reveals nothing inside the other scope."""
+    scope = ROW_SCOPES.get(asker.role)
+    if scope not in (RowScope.OWN, RowScope.BRANCH):
+        return ()
+    named: list[tuple[str, str]] = []
+    for item in plan.get("filters") or ():
+        if item["field"] not in ("branch_id", "planner_id"):
+            continue
+        values = item["value"] if isinstance(item["value"], list) else [item["value"]]
+        if item["op"] in ("eq", "in"):
+            named += [(item["field"], str(value)) for value in values]
+        elif item["field"] == "planner_id" and scope is RowScope.OWN:
+            if asker.stakeholder_id in values:  # "다른 설계사": everyone but the asker
+                named.append(("planner_id", OTHER_PLANNERS))
+    planners = [value for field, value in named if field == "planner_id" and value != "*"]
+    branch_of = {}
+    if scope is RowScope.BRANCH and planners:
+        branch_of = dict(
+            Stakeholder.objects.filter(stakeholder_id__in=planners).values_list(
+                "stakeholder_id", "branch_id"
+            )
+        )
+    outside = []
+    for field, value in named:
+        if field == "branch_id":
+            out = value != asker.branch_id
+        elif value == OTHER_PLANNERS or scope is RowScope.OWN:
+            out = value != asker.stakeholder_id
+        else:
+            out = branch_of.get(value) != asker.branch_id
+        if out:
+            outside.append((field, value))
+    return tuple(dict.fromkeys(outside))
+
+
 def column_mask(role: str, entity: str, column: str) -> Mask | None:
     """How `role` sees `column` of `entity`; None if the policy does not know it (not returned)."""
     if role not in ROW_SCOPES or column not in ENTITY_COLUMNS.get(entity, ()):
@@ -361,7 +403,8 @@ def output_columns(plan: Plan, masks: dict[str, Mask]) -> list[tuple[str, str]]:
         # Default columns leave out what this role would only ever see as null.
         names = [n for n in spec.defaults if masks.get(n) not in (None, Mask.WITHHELD)]
         names = list(dict.fromkeys([spec.key, *names]))
-    columns = [(name, spec.fields[name].label) for name in names if name in masks]
+    language = get_language()
+    columns = [(name, spec.fields[name].label_in(language)) for name in names if name in masks]
     columns += [(agg.alias, aggregate_label(plan, agg)) for agg in plan.aggregates]
     return columns
 
@@ -387,7 +430,7 @@ def fit_to_role(plan: Plan, role: str, *, as_of: dt.date | None = None) -> tuple
         group_by=tuple(name for name in plan.group_by if name != "customer_name"),
         order_by=tuple(o for o in plan.order_by if o.key != "customer_name"),
     )
-    return fitted, ("이 권한에서는 고객명이 가려져 있어 고객 ID로 묶었습니다.",)
+    return fitted, (gettext("이 권한에서는 고객명이 가려져 있어 고객 ID로 묶었습니다."),)
 
 
 def _birth_years_as_ages(plan: Plan, role: str, as_of: dt.date | None) -> Plan:

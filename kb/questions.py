@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from kb.catalogue import clamp_limit
-from kb.selectai.question import question_language
+from kb.selectai.question import main_language
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class Question:
 
 
 def prompt_language(prompt: object) -> str:
-    """ "ko" for a question with Korean in it, "en" for another; LANGUAGE_CODE for no question."""
+    """The question's main language ("ko" or "en"); LANGUAGE_CODE for no question."""
     if isinstance(prompt, str) and prompt.strip():
-        return question_language(prompt)
+        return main_language(prompt)
     return settings.LANGUAGE_CODE

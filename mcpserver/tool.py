@@ -1,7 +1,5 @@
 """The one tool /mcp serves: its definition, and the server-side check of its arguments."""
 
-import json
-
 from django.conf import settings
 from mcp import types
 
@@ -9,6 +7,7 @@ from kb.catalogue import MAX_LIMIT as LIMIT_MAX
 from kb.catalogue import MIN_LIMIT as LIMIT_MIN
 from kb.catalogue import TOOL_DEFAULT_LIMIT, TOOL_NAME
 from kb.questions import Question
+from kb.relay import answer_text
 
 
 class ArgumentError(ValueError):
@@ -79,7 +78,9 @@ def checked_arguments(arguments: object) -> Question:
 
 
 def answer_result(answer: dict) -> types.CallToolResult:
-    text = json.dumps(answer, ensure_ascii=False)
+    """The answer as a person or a model reads it (a sentence, a small table, the masked columns)
+    in `content`, and whole in `structuredContent`."""
+    text = answer_text(answer)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=answer
     )

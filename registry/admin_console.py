@@ -127,6 +127,7 @@ class ConsoleAdmin(admin.ModelAdmin):
             "turn": turn,
             "comparison": comparison,
             "chart": answer_chart(turn.rendered) if turn is not None else None,
+            "masked_columns": console.masked_labels(turn.rendered) if turn is not None else [],
             "exchange_url": _exchange_url(request, turn),
             "history": console.console_history(user=request.user)[:30],
         }

@@ -6,14 +6,41 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
-from registry.console import ConsoleError, console_run, console_token
+from registry.console import ConsoleError, console_run, console_token, masked_labels
 from registry.models import ConsoleTurn, McpServer
+
+
+@dataclass(frozen=True)
+class ComparedSide:
+    """One stakeholder's answer as Compare shows it: how many rows, and which columns masked."""
+
+    turn: ConsoleTurn
+
+    @property
+    def row_count(self) -> int:
+        """The rows the answer holds (at most the asked limit; `truncated` says more existed)."""
+        if self.turn.row_count is not None:
+            return self.turn.row_count
+        return len((self.turn.rendered or {}).get("rows") or [])
+
+    @property
+    def truncated(self) -> bool:
+        return bool((self.turn.rendered or {}).get("truncated"))
+
+    @property
+    def masked_columns(self) -> list[str]:
+        """The labels of the columns this stakeholder sees masked, in the answer's order."""
+        return masked_labels(self.turn.rendered)
 
 
 @dataclass(frozen=True)
 class Comparison:
     left: ConsoleTurn
     right: ConsoleTurn
+
+    @property
+    def sides(self) -> list[ComparedSide]:
+        return [ComparedSide(self.left), ComparedSide(self.right)]
 
     @property
     def only_left(self) -> list[str]:

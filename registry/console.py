@@ -191,6 +191,15 @@ def rendered_answer(answer: dict) -> dict:
     }
 
 
+def masked_labels(rendered: dict | None) -> list[str]:
+    """The labels of the answer's masked columns, in the answer's order (its name if unlabelled)."""
+    return [
+        column.get("label") or column.get("name", "")
+        for column in (rendered or {}).get("columns") or []
+        if column.get("masked")
+    ]
+
+
 def _finite(value):
     """The value with every infinite or NaN number (JSON's 1e400) as None: no JSON column stores
     one, and a server may send them."""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kb.catalogue import ENTITIES, Kind
+from kb.catalogue import ENTITIES, IN_FORCE_STATUS, VALUE_GLOSSES, Kind, in_force_by_default
 
 from . import periods, words
 from .periods import Window
@@ -400,19 +400,35 @@ def grouping(text: str, plan: dict) -> Iterator[Disagreement]:
             yield Disagreement(word, ko, en)
 
 
+_CONTRACT_STATUSES = frozenset({"유지", "해지", "실효", "만기"})
+
+
 def statuses(text: str, plan: dict) -> Iterator[Disagreement]:
     said = words.statuses(text)
     in_plan = {v for c in conditions(plan) if c["field"] == "status" for v in _values(c)}
+    if said.every:
+        if in_plan:  # "모든 상태" with a status in the plan: one of them was not read as asked
+            ko = f"'{said.every}'을(를) 모든 상태로 읽었습니다"
+            en = f"read '{said.every}' as every status"
+            yield Disagreement(said.every, ko, en)
+        return
     for word, _entity, value in said.named:
         if value not in in_plan:
             ko = f"'{word}'을(를) 상태 '{value}'(으)로 읽었습니다"
-            en = f"read '{word}' as the status {value} ({words.STATUS_EN.get(value, value)})"
+            en = f"read '{word}' as the status {value} ({VALUE_GLOSSES.get(value, value)})"
             yield Disagreement(word, ko, en)
-    for value in sorted(in_plan):
+    # The catalogue's convention: a premium total or ranking counts in-force contracts.
+    premium = in_force_by_default(plan) and words.premium_said(text)
+    conventional = {IN_FORCE_STATUS} if premium else set()
+    for value in sorted(in_plan - conventional):
         if value not in said.cued:
             ko = f"질문에 없는 상태 조건({value})"
-            en = f"a status the question does not state ({words.STATUS_EN.get(value, value)})"
+            en = f"a status the question does not state ({VALUE_GLOSSES.get(value, value)})"
             yield Disagreement("", ko, en)
+    if conventional and not in_plan and not said.cued & _CONTRACT_STATUSES:
+        ko = "보험료 합계·순위는 묻지 않으면 유지 계약만 셉니다"
+        en = "premium totals and rankings count in-force contracts unless asked"
+        yield Disagreement("", ko, en)
 
 
 def names(text: str, plan: dict) -> Iterator[Disagreement]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kb.catalogue import CONTRACTS, PAID_WORDS, PAYMENTS
+from kb.catalogue import ALL_STATUS_WORDS, CONTRACTS, PAID_WORDS, PAYMENTS
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 MONEY_WORDS = re.compile(
@@ -99,8 +99,6 @@ def groupings(text: str) -> list[tuple[str, str]]:
 
 # -- statuses ------------------------------------------------------------------------------------
 
-STATUS_EN = {"유지": "in force", "해지": "cancelled", "실효": "lapsed", "만기": "matured",
-             "납입": "paid", "미납": "unpaid"}  # fmt: skip
 # Words that name a status outright: the plan must carry it (or its negation).
 _NAMED = [
     (re.compile(r"살아\s?있|in[\s-]force", re.I), CONTRACTS, "유지"),
@@ -128,10 +126,24 @@ _CUE_RE = {value: re.compile(pattern, re.I) for value, pattern in _CUES.items()}
 _NEGATED = re.compile(r"(?:안|못|not|n't|never)\s?$", re.IGNORECASE)
 
 
+_ALL_STATUSES = re.compile("|".join(ALL_STATUS_WORDS), re.IGNORECASE)
+# Words for a contract's premium or cover: a total or ranking of them counts in-force contracts.
+_PREMIUM = re.compile(
+    r"보험료|월납|가입\s?금액|보장\s?금액|비싼|저렴|싼\s|premium|sum\s+insured|cover|expensive|"
+    r"cheap|pric(?:e|ey|iest|ier)",
+    re.IGNORECASE,
+)
+
+
+def premium_said(text: str) -> bool:
+    return bool(_PREMIUM.search(text))
+
+
 @dataclass(frozen=True)
 class SaidStatuses:
     named: list[tuple[str, str, str]]  # (words, entity, status) the plan must carry
     cued: set[str]  # statuses the question gives words for
+    every: str  # the words asking for every status ("모든 상태"), or ""
 
 
 def statuses(text: str) -> SaidStatuses:
@@ -142,7 +154,8 @@ def statuses(text: str) -> SaidStatuses:
                 value = "미납"  # "안 들어온 보험료": not received is unpaid
             named.append((m.group(0), entity, value))
     cued = {value for value, pattern in _CUE_RE.items() if pattern.search(text)}
-    return SaidStatuses(named, cued)
+    every = _ALL_STATUSES.search(text)
+    return SaidStatuses(named, cued, every.group(0) if every else "")
 
 
 # -- names ---------------------------------------------------------------------------------------

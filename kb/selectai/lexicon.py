@@ -353,6 +353,11 @@ PHRASES: list[tuple[tuple[Payload, ...], tuple[str, ...]]] = [
     # --- who is asking / attempts to widen the scope (noted, never obeyed) --------------------
     ((("mine", True),), ("담당", "내", "나의", "제/NP", "저/NP", "우리", "본인", "my", "mine",
                          "our")),
+    # "모든 상태": every status, where a premium total would count in-force contracts only.
+    ((("all_statuses", True),), ("모든 상태", "전체 상태", "모든 계약 상태", "상태 무관",
+                                 "상태와 무관하게", "상태 상관없이", "상태에 관계없이",
+                                 "all statuses", "every status", "any status",
+                                 "regardless of status", "all contract statuses")),
     ((("all", True),), ("전체", "모든", "전부", "모두", "전사", "회사 전체", "all", "every",
                         "entire", "in the company", "company-wide", "whole company",
                         "everyone", "whole")),

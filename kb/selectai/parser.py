@@ -17,16 +17,26 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS, TOOL_DEFAULT_LIMIT, clamp_limit
+from rapidfuzz import fuzz, process
+
+from kb.catalogue import (
+    CONTRACTS,
+    CUSTOMERS,
+    ENTITIES,
+    IN_FORCE_STATUS,
+    PAYMENTS,
+    TOOL_DEFAULT_LIMIT,
+    clamp_limit,
+    in_force_by_default,
+)
 
 from . import casual, dates
 from .lexicon import lexicon_for
-from .question import Question, question_language, span
+from .question import Question, main_language, span
 from .related import related_part, related_stages
 from .shape import shape_stage
 from .stages import (
     CUSTOMER_DETAIL_FIELDS,
-    DIM_FIELDS,
     FIELDS,
     IDENTITY_FIELDS,
     Fragment,
@@ -44,19 +54,21 @@ from .stages import (
 )
 from .vocabulary import Vocabulary
 from .wording import (
-    DEFAULT_SCOPE,
+    DIM_FIELDS,
+    DIM_LABELS,
+    DIM_LABELS_EN,
     HELP_EXAMPLES,
+    HELP_EXAMPLES_EN,
     HELP_FOOTER,
-    NO_DOMAIN,
-    NO_QUESTION,
-    NO_SQL,
-    PARSE_FAILED,
-    SCOPE_BY_ROLE,
+    MEASURE_LABELS,
+    MEASURE_LABELS_EN,
     UNMAPPABLE_SUMMARY,
-    WIDENING_NOTE,
-    filter_text,
-    related_text,
-    subject,
+    UNREADABLE,
+    note_text,
+    say,
+    scope_text,
+    summary_head,
+    understood_en,
 )
 
 __all__ = [
@@ -67,7 +79,7 @@ __all__ = [
     "Refusal",
     "help_examples",
     "parse_prompt",
-    "question_language",
+    "main_language",
 ]
 
 log = logging.getLogger(__name__)
@@ -101,13 +113,15 @@ class Refusal:
 @dataclass
 class ParseResult:
     """plan: the query plan for the data layer, or None when the question is not answered.
-    interpretation: summary/family/scope/understood/ignored (+ notes) for the user.
+    interpretation: summary/family/scope/understood/ignored (+ notes, period) for the user.
     help: {"message", "examples"} when plan is None; refusal: why, when the question was read
-    but cannot be answered as asked."""
+    but cannot be answered as asked; unreadable: why, when it could not be read at all (a key
+    of kb.selectai.wording.UNREADABLE)."""
 
     plan: dict | None
     interpretation: dict
     help: dict | None = None
+    unreadable: str | None = None
     unexpressed: list[str] = field(default_factory=list)  # conditions a plan cannot express
     language: str = "ko"  # "en" when the question has no Korean in it
     refusal: Refusal | None = None
@@ -115,9 +129,9 @@ class ParseResult:
 
 
 class _Unmappable(Exception):
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key  # kb.selectai.wording.UNREADABLE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,14 +154,15 @@ def parse_prompt(
     `role` changes how the scope is phrased, and the asker's id and branch let "다른 설계사"
     mean everyone but the asker; the data layer applies the actual policy.
     """
-    scope = SCOPE_BY_ROLE.get(role if isinstance(role, str) else "", DEFAULT_SCOPE)
+    language = main_language(prompt if isinstance(prompt, str) else "")
+    scope = scope_text(role, language)
     try:
         default_limit = _clamp_limit(limit)
         text = _normalise(prompt)
         if not text:
-            raise _Unmappable(NO_QUESTION)
+            raise _Unmappable("no_question")
         if _SQL.search(text):
-            raise _Unmappable(NO_SQL)
+            raise _Unmappable("no_sql")
         if not isinstance(as_of, dt.date):
             as_of = dt.date.today()
         if isinstance(as_of, dt.datetime):
@@ -167,10 +182,10 @@ def parse_prompt(
             result.help = {"message": "", "examples": list(suggestions)}
         return result
     except _Unmappable as exc:
-        return _help_result(exc.message, scope)
+        return _help_result(exc.key, scope, language, prompt)
     except Exception:  # the tool must answer even if a rule above has a bug
         log.exception("selectai parse failed")
-        return _help_result(PARSE_FAILED, scope)
+        return _help_result("parse_failed", scope, language, prompt)
 
 
 @lru_cache(maxsize=4)
@@ -180,23 +195,44 @@ def english_words(vocabulary: Vocabulary) -> frozenset[str]:
     return lexicon_for(vocabulary).english_words | FUNCTION_WORDS
 
 
-def help_examples() -> list[str]:
-    return list(HELP_EXAMPLES)
+def help_examples(language: str = "ko") -> list[str]:
+    return list(HELP_EXAMPLES_EN if language == "en" else HELP_EXAMPLES)
 
 
-def _help_result(message: str, scope: str) -> ParseResult:
+def unreadable_message(key: str, language: str) -> str:
+    """Why a question could not be read at all, and what the reader does understand."""
+    return f"{say(language, *UNREADABLE[key])} {say(language, *HELP_FOOTER)}"
+
+
+def closest_examples(prompt: object, language: str, n: int = 3) -> list[str]:
+    """The `n` help examples nearest the question's words (rapidfuzz's token set ratio): a
+    question it could not read still gets suggestions about what it asked."""
+    examples = help_examples(language)
+    if not isinstance(prompt, str) or not prompt.strip():
+        return examples[:n]
+    ranked = process.extract(
+        prompt[:MAX_PROMPT_CHARS], examples, scorer=fuzz.token_set_ratio, limit=len(examples)
+    )
+    # Stable for equal scores: the examples' own order (the most common questions first).
+    ranked.sort(key=lambda hit: (-hit[1], hit[2]))
+    return [hit[0] for hit in ranked[:n]]
+
+
+def _help_result(key: str, scope: str, language: str, prompt: object) -> ParseResult:
     interpretation = {
-        "summary": UNMAPPABLE_SUMMARY.format(scope=scope),
+        "summary": say(language, *UNMAPPABLE_SUMMARY).format(scope=scope),
         "family": "unknown",
         "scope": scope,
         "understood": [],
         "ignored": [],
     }
     help_ = {
-        "message": f"{message} {HELP_FOOTER}",
-        "examples": help_examples(),
+        "message": unreadable_message(key, language),
+        "examples": closest_examples(prompt, language),
     }
-    return ParseResult(plan=None, interpretation=interpretation, help=help_)
+    return ParseResult(
+        plan=None, interpretation=interpretation, help=help_, unreadable=key, language=language
+    )
 
 
 def _clamp_limit(limit: object) -> int:
@@ -240,7 +276,7 @@ def compose(q: Question, scope: str) -> ParseResult:
     if absent:
         return _refused(q, scope, "out_of_data", absent, None, [])
     if not q.has_domain_signal():
-        raise _Unmappable(NO_DOMAIN)
+        raise _Unmappable("no_domain")
 
     related = related_part(q)
     whole = q
@@ -270,6 +306,7 @@ def compose(q: Question, scope: str) -> ParseResult:
         "limit": min(_clamp_limit(shape.limit or q.limit), q.limit),
         **({"related": related_plan} if related_plan else {}),
     }
+    fragments.append(_status_convention(q, plan))
     return _decided(q, scope, plan, fragments, shape.family, period.applied)
 
 
@@ -285,7 +322,7 @@ def _condition_fragments(q: Question, entity: str, about: Fragment, scope: str):
         used.update(fragment.unusable)
 
     add(about)
-    add(scope_stage(q, WIDENING_NOTE.format(scope=scope)))
+    add(scope_stage(q))
     add(birth_stage(q, entity))
     add(personal_text_stage(q, entity, frozenset(used)))
     # Whether 만기 means an end date ahead is read from the period before it is used up.
@@ -299,6 +336,20 @@ def _condition_fragments(q: Question, entity: str, about: Fragment, scope: str):
     add(age_stage(q, entity, frozenset(used)))
     add(amount_stage(q, entity, frozenset(used)))
     return fragments, period, before_period
+
+
+def _status_convention(q: Question, plan: dict) -> Fragment:
+    """The catalogue's convention: a premium total or ranking over contracts counts in-force
+    contracts unless the question names a status or asks for all of them ("모든 상태")."""
+    every = {i for _, m in q.f.kinds("all_statuses") for i in span(m)}
+    fragment = Fragment(consumed=every)
+    has_status = any(x["field"] == "status" for x in plan["filters"])
+    if every and has_status:
+        fragment.cannot("모든 상태", every)  # every status, and one of them: not both
+    elif not every and in_force_by_default(plan) and not has_status:
+        plan["filters"].append({"field": "status", "op": "eq", "value": IN_FORCE_STATUS})
+        fragment.notes.append("in_force_default")
+    return fragment
 
 
 def _related_plan(whole: Question, related, fragments: list[Fragment]) -> list[dict]:
@@ -336,7 +387,7 @@ def _decided(q: Question, scope: str, plan: dict, fragments: list[Fragment], fam
         plan=plan,
         interpretation=interpretation,
         unexpressed=unexpressed,
-        language=question_language(q.text),
+        language=main_language(q.text),
     )
 
 
@@ -362,7 +413,7 @@ class LeftOver:
 CONDITION_KINDS = frozenset({"pay_status", "contract_status", "expire", "product", "category",
                              "branch", "planner", "grade", "gender", "negate", "cmp", "text_op",
                              "time", "birth", "future", "region", "other",
-                             "compare"})  # fmt: skip
+                             "compare", "all_statuses"})  # fmt: skip
 # Words worth a refusal when nothing used them: nouns, numbers, foreign words, names.
 _CONTENT_TAGS = frozenset({"NNG", "NNP", "NNB", "SL", "SN", "SH", "W_SERIAL", "NR"})
 _MINOR_TAGS = frozenset({"XR", "VA"})
@@ -423,38 +474,49 @@ def leftover_tokens(q: Question, consumed: frozenset[int]) -> LeftOver:
 def _refused(q, scope, reason, tokens, entity, filters) -> ParseResult:
     words = tuple(q.words(tokens))
     refusal = Refusal(reason, words, entity, tuple(filters), ())
+    language = main_language(q.text)
     interpretation = {
-        "summary": UNMAPPABLE_SUMMARY.format(scope=scope),
+        "summary": say(language, *UNMAPPABLE_SUMMARY).format(scope=scope),
         "family": "refused",
         "scope": scope,
-        "understood": [ENTITIES[entity].label] if entity else [],
+        "understood": [ENTITIES[entity].label_in(language)] if entity else [],
         "ignored": list(words),
     }
     return ParseResult(
         plan=None,
         interpretation=interpretation,
         help={"message": "", "examples": []},
-        language=question_language(q.text),
+        language=language,
         refusal=refusal,
     )
 
 
+CONVENTION_NOTES = frozenset({"in_force_default"})
+
+
 def _interpretation(q, plan, family, scope, understood, notes, applied) -> dict:
-    dims = [d for d, fields in DIM_FIELDS.items() if fields[0] in plan["group_by"]]
-    dims.sort(key=lambda d: plan["group_by"].index(DIM_FIELDS[d][0]))
-    conditions = filter_text(plan, family, q.vocabulary)
-    if plan.get("related"):
-        conditions = f"{conditions} {related_text(plan, q.vocabulary)}".strip()
+    language = main_language(q.text)
     period = dates.describe(applied, with_label=False) if applied else ""
-    head = " ".join(x for x in (period, conditions, subject(plan, family, dims)) if x)
+    if language == "en":
+        understood = understood_en(plan, q.vocabulary)
+    else:
+        understood = [ENTITIES[plan["entity"]].label, *understood]
     interpretation = {
-        # The row count follows once the plan has run (kb.answering).
-        "summary": f"{head}, {scope}",
+        # The figure follows once the plan has run (kb.answering), from the plan that ran.
+        "summary": f"{summary_head(plan, family, q.vocabulary, language, period)}, {scope}",
         "family": family,
         "scope": scope,
         "entity": plan["entity"],
-        "understood": list(dict.fromkeys([ENTITIES[plan["entity"]].label, *understood])),
+        "understood": list(dict.fromkeys(understood)),
+        "language": language,
     }
+    if period:
+        interpretation["period"] = period
+    # A convention is said with the statuses an answer covers (kb.relay), from the plan that ran.
+    conventions = [n for n in dict.fromkeys(notes) if n in CONVENTION_NOTES]
+    notes = [note_text(n, language, scope) for n in dict.fromkeys(notes) if n not in conventions]
+    if conventions:
+        interpretation["conventions"] = conventions
     if notes:
         interpretation["notes"] = notes
     return interpretation
@@ -467,8 +529,9 @@ def _interpretation(q, plan, family, scope, understood, notes, applied) -> dict:
 def _answerable(refusal: Refusal, question: Question, scope: str) -> tuple[str, ...]:
     """Two or three questions built from the catalogue (the entity the question was about, its
     understood conditions, its fields), each kept only if the reader answers it in full."""
-    english = question_language(question.text) == "en"
-    candidates = _candidates(refusal, question.vocabulary, english)
+    english = main_language(question.text) == "en"
+    candidates = _asked_shapes(refusal, question, english)
+    candidates += _candidates(refusal, question.vocabulary, english)
     kept: list[str] = []
     for text in dict.fromkeys(candidates):
         asked = Question(text, question.vocabulary, question.as_of, TOOL_DEFAULT_LIMIT)
@@ -478,6 +541,28 @@ def _answerable(refusal: Refusal, question: Question, scope: str) -> tuple[str, 
         if len(kept) == 3:
             break
     return tuple(kept)
+
+
+def _asked_shapes(refusal: Refusal, question: Question, english: bool) -> list[str]:
+    """The nearest answerable shapes of what was asked: the dimensions and measures the question
+    names, on the entity it was about ("best-selling products" -> "상품별 계약 수")."""
+    entity = refusal.entity or (CONTRACTS if question.f.values("measure") else CUSTOMERS)
+    spec = ENTITIES[entity]
+    dims = [d for d in dict.fromkeys(question.f.values("dim")) if d in DIM_FIELDS]
+    dims = [d for d in dims if DIM_FIELDS[d][0] in spec.fields and d not in ("customer",)]
+    measures = [m for m in dict.fromkeys(question.f.values("measure")) if m in spec.fields]
+    out: list[str] = []
+    for dim in dims:
+        for measure in measures:
+            if english:
+                out.append(f"total {MEASURE_LABELS_EN[measure]} by {DIM_LABELS_EN[dim]}")
+            else:
+                out.append(f"{DIM_LABELS[dim]}별 {MEASURE_LABELS[measure]} 합계")
+        if english:
+            out.append(f"number of {spec.label_en} by {DIM_LABELS_EN[dim]}")
+        else:
+            out.append(f"{DIM_LABELS[dim]}별 {spec.label} 수")
+    return out
 
 
 def _candidates(refusal: Refusal, vocabulary, english: bool) -> list[str]:
@@ -521,5 +606,5 @@ def _condition_words(item: dict, vocabulary, english: bool) -> str:
             else ("여성" if value == "F" else "남성")
         )
     if fld in ("grade", "category", "status") and isinstance(value, str):
-        return "" if english and question_language(value) == "ko" else value
+        return "" if english and main_language(value) == "ko" else value
     return ""

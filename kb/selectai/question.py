@@ -43,8 +43,24 @@ _HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 
 
 def question_language(text: str) -> str:
-    """ "ko" for a question with Korean in it, "en" for another."""
+    """ "ko" for a question with Korean in it (its grammar is read as Korean), "en" for another."""
     return "ko" if _HANGUL.search(text or "") else "en"
+
+
+_WORDS = re.compile(r"[A-Za-z]+|[\uac00-\ud7a3]+")
+
+
+def main_language(text: str) -> str:
+    """The language an answer to `text` is written in: English when its English words outnumber
+    its Korean ones ("show me 강남지점's VIP customers"), else Korean. Words in capitals (VIP,
+    KB) are codes, not English."""
+    english = korean = 0
+    for word in _WORDS.findall(text or ""):
+        if word.isascii():
+            english += not word.isupper()
+        else:
+            korean += 1
+    return "en" if english > korean else "ko"
 
 
 def span(m: Match | NumberMention) -> set[int]:

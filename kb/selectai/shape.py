@@ -12,13 +12,12 @@ from .dates import Period
 from .question import Question, span
 from .stages import (
     CUSTOMER_DETAIL_FIELDS,
-    DIM_FIELDS,
     FIELDS,
     IDENTITY_FIELDS,
     ORDERED_DIMS,
     Fragment,
 )
-from .wording import AGG_LABELS, DIM_LABELS, MEASURE_LABELS, OP_LABELS, agg_label
+from .wording import AGG_LABELS, DIM_FIELDS, DIM_LABELS, MEASURE_LABELS, OP_LABELS, agg_label
 
 
 @dataclass
@@ -99,7 +98,7 @@ def shape_stage(
 def _unpaid_customers(limit: int | None, fragment: Fragment) -> Shape:
     """ "미납 고객 명단" / "미납자 몇 명": one row per customer, so the row count answers it."""
     fragment.understood.append("미납 고객별 건수·금액")
-    fragment.notes.append("고객별로 묶었으므로 결과 행 수가 미납 고객 수입니다.")
+    fragment.notes.append("unpaid_customers")
     return Shape(
         "unpaid",
         group_by=list(DIM_FIELDS["customer"]),

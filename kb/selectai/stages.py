@@ -37,21 +37,6 @@ IDENTITY_FIELDS: dict[str, list[str]] = {
 CUSTOMER_DETAIL_FIELDS = ["customer_id", "customer_name", "birth_date", "age", "gender", "phone",
                           "rrn", "grade", "planner_id", "planner_name", "branch_id",
                           "branch_name", "joined_on"]  # fmt: skip
-# Grouping dimension -> plan fields (ids kept next to names so equal names never merge).
-DIM_FIELDS: dict[str, list[str]] = {
-    "branch": ["branch_id", "branch_name"],
-    "planner": ["planner_id", "planner_name"],
-    "product": ["product_code", "product_name"],
-    "category": ["category"],
-    "grade": ["grade"],
-    "status": ["status"],
-    "gender": ["gender"],
-    "age_group": ["age_group"],
-    "customer": ["customer_id", "customer_name"],
-    "contract": ["contract_id"],
-    "month": ["due_month"],
-    "region": ["region"],
-}
 # Dimensions whose natural order is the key itself (a time series, an age ladder).
 ORDERED_DIMS = {"month", "age_group"}
 # Words that make two bounds one range.
@@ -65,7 +50,7 @@ class Fragment:
 
     filters: list[dict] = field(default_factory=list)
     understood: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # keys of kb.selectai.wording.NOTES
     unexpressed: list[str] = field(default_factory=list)  # columns named by a condition no plan
     consumed: set[int] = field(default_factory=set)  # tokens the plan now answers for
     unusable: set[int] = field(default_factory=set)  # tokens read as a condition not applied
@@ -151,14 +136,14 @@ def _premium_of_a_contract(q: Question, nouns: set, measures: set) -> bool:
     )
 
 
-def scope_stage(q: Question, scope_note: str) -> Fragment:
+def scope_stage(q: Question) -> Fragment:
     """담당 / 우리 지점 / 전체 name the asker's scope; a question can narrow it, never widen it."""
     fragment = Fragment()
     for kind in ("mine", "all", "bypass", "asof"):
         for _, m in q.f.kinds(kind):
             fragment.consumed.update(span(m))
     if q.f.has("all") or q.f.has("bypass"):
-        fragment.notes.append(scope_note)
+        fragment.notes.append("widening")
     for written, read_as in q.f.corrected:
         fragment.understood.append(f"'{written}'을(를) '{read_as}'(으)로 읽음")
     return fragment
@@ -800,7 +785,7 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
             statuses, received = _money_received(q)  # "들어온 보험료", "납입 총액": paid rows
             pay_words |= received
             if received:
-                fragment.notes.append(PAID_NOTE)
+                fragment.notes.append("paid")
         if len(statuses) > 1:
             # "납입 금액이 10만원 이상인 미납 내역": 납입 금액 names the amount, not a status.
             amount_words = [
@@ -836,7 +821,6 @@ def status_stage(q: Question, entity: str, before_period: frozenset[int]) -> Fra
 
 
 _PAID_WORDS = re.compile("|".join(PAID_WORDS), re.IGNORECASE)
-PAID_NOTE = "받은·들어온 보험료와 납입 건수·총액은 납입된 건만 셉니다(미납 제외)."
 _NOT_BEFORE = re.compile(r"(?:안|못|아직\s?안|not|n't|never)\s?$", re.IGNORECASE)
 
 

@@ -35,6 +35,7 @@ from tests.kb.selectai_suite import (
     customer_view,
     group,
     grouped,
+    in_force,
     month_in,
     paid_totals,
     payment_view,
@@ -70,7 +71,7 @@ add(
     "상품별로 월보험료 합계 알려 주세요",
     grouped(
         "product_code",
-        group(contract_view(HQ), "product_code", lambda k: k["monthly_premium"]),
+        group(in_force(contract_view(HQ)), "product_code", lambda k: k["monthly_premium"]),
         ("total_monthly_premium",),
     ),
 )
@@ -231,7 +232,7 @@ add(
     "성별 월보험료 합계",
     grouped(
         "gender",
-        group(contract_view(HQ), "gender", lambda k: k["monthly_premium"]),
+        group(in_force(contract_view(HQ)), "gender", lambda k: k["monthly_premium"]),
         ("total_monthly_premium",),
     ),
 )
@@ -365,7 +366,7 @@ add(
     "월보험료 제일 비싼 계약 3개",
     ranked(
         "contract_id",
-        {k["contract_id"]: k["monthly_premium"] for k in contract_view(P6)},
+        {k["contract_id"]: k["monthly_premium"] for k in in_force(contract_view(P6))},
         3,
         descending=True,
         measure="monthly_premium",
@@ -408,7 +409,7 @@ add(
     "월보험료 낮은 순으로 계약 5건",
     ranked(
         "contract_id",
-        {k["contract_id"]: k["monthly_premium"] for k in contract_view(M1)},
+        {k["contract_id"]: k["monthly_premium"] for k in in_force(contract_view(M1))},
         5,
         descending=False,
         measure="monthly_premium",
@@ -420,7 +421,7 @@ add(
     "bottom 5 contracts by sum insured",
     ranked(
         "contract_id",
-        {k["contract_id"]: k["sum_insured"] for k in contract_view(HQ)},
+        {k["contract_id"]: k["sum_insured"] for k in in_force(contract_view(HQ))},
         5,
         descending=False,
         measure="sum_insured",

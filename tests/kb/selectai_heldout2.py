@@ -35,6 +35,7 @@ from tests.kb.selectai_suite import (  # noqa: F401  (the cases below use these)
     customer_view,
     group,
     grouped,
+    in_force,
     month_in,
     nothing_visible,
     paid_totals,
@@ -833,7 +834,7 @@ add(
     "VIP와 일반 등급 계약의 월보험료 평균 비교",
     grouped_near(
         "grade",
-        avg_by(contract_view(HQ), "grade", lambda k: k["monthly_premium"]),
+        avg_by(in_force(contract_view(HQ)), "grade", lambda k: k["monthly_premium"]),
         ("avg_monthly_premium",),
     ),
 )
@@ -913,7 +914,7 @@ add(  # no status named: every 둔산 contract
     HQ,
     "대전 지점 계약들 월보험료 합계 좀",
     number_is(
-        sum(k["monthly_premium"] for k in contract_view(HQ) if k["branch_id"] == "BR-DS"),
+        sum(k["monthly_premium"] for k in in_force(contract_view(HQ)) if k["branch_id"] == "BR-DS"),
         ("total_monthly_premium",),
     ),
 )
@@ -1122,7 +1123,11 @@ add(
     "VIP 계약 중 가입금액 제일 큰 거 3건",
     ranked(
         "contract_id",
-        {k["contract_id"]: k["sum_insured"] for k in contract_view(HQ) if k["grade"] == "VIP"},
+        {
+            k["contract_id"]: k["sum_insured"]
+            for k in in_force(contract_view(HQ))
+            if k["grade"] == "VIP"
+        },
         3,
         descending=True,
         measure="sum_insured",
@@ -1145,7 +1150,7 @@ add(  # the average over contracts (any status), per customer grade
     "등급별 평균 월보험료 알려줘",
     grouped_near(
         "grade",
-        avg_by(contract_view(M2), "grade", lambda k: k["monthly_premium"]),
+        avg_by(in_force(contract_view(M2)), "grade", lambda k: k["monthly_premium"]),
         ("avg_monthly_premium",),
     ),
 )
@@ -1179,7 +1184,7 @@ add(
     "average sum insured by product category",
     grouped_near(
         "category",
-        avg_by(contract_view(HQ), "category", lambda k: k["sum_insured"]),
+        avg_by(in_force(contract_view(HQ)), "category", lambda k: k["sum_insured"]),
         ("avg_sum_insured",),
     ),
 )

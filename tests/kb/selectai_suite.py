@@ -197,6 +197,12 @@ def payment_view(stakeholder_id: str) -> tuple[dict, ...]:
     return tuple(rows)
 
 
+def in_force(contracts) -> tuple[dict, ...]:
+    """The contracts a premium total or ranking counts when no status is asked for: the in-force
+    ones (the catalogue's convention, kb.catalogue.in_force_by_default)."""
+    return tuple(k for k in contracts if k["status"] == "유지")
+
+
 def C(sid: str, pred=lambda c: True) -> frozenset[str]:  # noqa: N802
     return frozenset(c["customer_id"] for c in customer_view(sid) if pred(c))
 
@@ -389,7 +395,7 @@ add(
     "설계사별로 월보험료 합계 좀 알려줄래?",
     grouped(
         "planner_id",
-        group(contract_view(M3), "planner_id", lambda k: k["monthly_premium"]),
+        group(in_force(contract_view(M3)), "planner_id", lambda k: k["monthly_premium"]),
         ("total_monthly_premium",),
     ),
 )
@@ -652,7 +658,7 @@ add(
     "등급별 월보험료 합계",
     grouped(
         "grade",
-        group(contract_view(HQ), "grade", lambda k: k["monthly_premium"]),
+        group(in_force(contract_view(HQ)), "grade", lambda k: k["monthly_premium"]),
         ("total_monthly_premium",),
     ),
 )

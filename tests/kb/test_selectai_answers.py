@@ -16,6 +16,8 @@ from kb.answering import ConditionRefused, QuestionRefused, answer_question, war
 from kb.answers import ANSWER_JSON_SCHEMA
 from kb.models import Contract, Customer, PremiumPayment
 from kb.policy import PolicyRefused
+from kb.questions import prompt_language
+from kb.selectai.wording import scope_text
 from tests.kb.conftest import (
     AS_OF,
     demo_rows,
@@ -227,7 +229,8 @@ def hq_age_groups_come_from_the_birth_year_only(answer, sid):
 def manager_gets_monthly_premium_totals_per_planner_of_the_branch(answer, sid):
     totals = Counter()
     for k in visible_contracts(sid):
-        totals[CUSTOMERS[k["customer_id"]]["planner_id"]] += int(k["monthly_premium"])
+        if k["status"] == "유지":  # a premium total counts in-force contracts unless asked
+            totals[CUSTOMERS[k["customer_id"]]["planner_id"]] += int(k["monthly_premium"])
     assert {r["planner_id"]: r["total_monthly_premium"] for r in answer["rows"]} == dict(totals)
     assert all(r["planner_name"] == PEOPLE[r["planner_id"]]["name"] for r in answer["rows"])
 
@@ -346,19 +349,25 @@ REACHING_FURTHER = [
 
 
 @pytest.mark.parametrize("prompt", UNMAPPABLE)
-def test_an_unmappable_question_gets_help_and_no_rows(kb, prompt):
-    answer = ask("KB-P-001", prompt)
-    assert answer["rows"] == [] and answer["columns"] == [] and answer["row_count"] == 0
-    interpretation = answer["interpretation"]
-    assert interpretation["family"] == "unknown"
-    assert interpretation["help"]["message"]
-    assert "이번 달 미납 보험료" in interpretation["help"]["examples"]
-    assert interpretation["scope"] == "담당 고객 기준"
+def test_an_unmappable_question_is_refused_in_its_language_never_answered_empty(kb, prompt):
+    with pytest.raises(QuestionRefused) as refused:
+        ask("KB-P-001", prompt)
+    language = prompt_language(prompt)
+    assert refused.value.reason == "not_understood"
+    assert refused.value.suggestions
+    hangul = re.compile("[가-힣]")
+    if language == "en":
+        assert not hangul.search(refused.value.message), refused.value.message
+        assert "Questions it can answer" in refused.value.message
+    else:
+        assert "이렇게 물어보면 답할 수 있습니다" in refused.value.message
+        assert all(hangul.search(s) for s in refused.value.suggestions)
 
 
 def test_sql_in_a_question_is_refused_in_words_and_runs_nothing(kb):
-    answer = ask("KB-M-001", "SELECT * FROM customers; DROP TABLE contracts")
-    assert "SQL" in answer["interpretation"]["help"]["message"]
+    with pytest.raises(QuestionRefused) as refused:
+        ask("KB-M-001", "SELECT * FROM customers; DROP TABLE contracts")
+    assert "SQL" in refused.value.message and "DROP" not in refused.value.message
     assert Customer.objects.count() == len(CUSTOMERS)
     assert Contract.objects.count() == len(CONTRACTS)
     assert PremiumPayment.objects.count() == len(demo_rows("premium_payments"))
@@ -368,7 +377,9 @@ def test_sql_in_a_question_is_refused_in_words_and_runs_nothing(kb):
 @pytest.mark.parametrize("stakeholder_id", ["KB-P-001", "KB-M-001"])
 def test_asking_for_more_never_returns_more_than_the_askers_scope(kb, stakeholder_id, prompt):
     answer = ask(stakeholder_id, prompt)  # policy-exact: every row inside the scope, masked
-    assert answer["interpretation"]["scope"] == SCOPES[role_of(stakeholder_id)]
+    assert answer["interpretation"]["scope"] == scope_text(
+        role_of(stakeholder_id), prompt_language(prompt)
+    )
     if not answer["rows"]:
         return
     if "customer_id" in answer["rows"][0]:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.selectai.parser import CUSTOMER_DETAIL_FIELDS, FIELDS, parse_prompt
+from kb.selectai.parser import CUSTOMER_DETAIL_FIELDS, FIELDS, main_language, parse_prompt
 from kb.selectai.vocabulary import vocabulary_from_csv
+from kb.selectai.wording import scope_text
 from tests.kb.conftest import AS_OF
 
 DATA = Path(__file__).resolve().parents[2] / "kb" / "data" / "kb_demo"
@@ -241,7 +242,8 @@ CASES: list[tuple[str, str, str]] = [
     ("unpaid", "상해보험 미납", "payments | product_code=ACDT-01, status=미납"),
     # -- aggregate ---------------------------------------------------------------------------------
     ("aggregate", "지점별 월보험료 합계",
-     "contracts | by branch | agg sum(monthly_premium) | order -total_monthly_premium"),
+     "contracts | status=유지 | by branch | agg sum(monthly_premium)"
+     " | order -total_monthly_premium"),
     ("aggregate", "상품별 계약 수", "contracts | by product | agg count"),
     ("aggregate", "카테고리별 보험료 합계", "payments | by category | agg sum(amount)"),
     ("aggregate", "월별 보험료 합계",
@@ -252,11 +254,12 @@ CASES: list[tuple[str, str, str]] = [
     ("aggregate", "이번 달 미납 건수", "payments | due_month=2026-06, status=미납 | agg count"),
     ("aggregate", "이번 달 미납 금액 합계",
      "payments | due_month=2026-06, status=미납 | agg sum(amount)"),
-    ("aggregate", "평균 월보험료", "contracts | agg avg(monthly_premium)"),
+    ("aggregate", "평균 월보험료", "contracts | status=유지 | agg avg(monthly_premium)"),
     ("aggregate", "담당 고객이 몇 명이야?", "customers | agg count"),
     ("aggregate", "유지 계약 몇 건?", "contracts | status=유지 | agg count"),
     ("aggregate", "상태별 계약 건수", "contracts | by status | agg count"),
-    ("aggregate", "지점별 평균 월보험료", "contracts | by branch | agg avg(monthly_premium)"),
+    ("aggregate", "지점별 평균 월보험료",
+     "contracts | status=유지 | by branch | agg avg(monthly_premium)"),
     ("aggregate", "올해 납입된 보험료 총액",
      "payments | due_month between 2026-01..2026-06, status=납입 | agg sum(amount)"),
     ("aggregate", "성별 고객 수", "customers | by gender | agg count"),
@@ -264,7 +267,7 @@ CASES: list[tuple[str, str, str]] = [
     ("aggregate", "total premium by product", "payments | by product | agg sum(amount)"),
     ("aggregate", "지난달 지점별 미납 건수",
      "payments | due_month=2026-05, status=미납 | by branch | agg count"),
-    ("aggregate", "최대 월보험료", "contracts | agg max(monthly_premium)"),
+    ("aggregate", "최대 월보험료", "contracts | status=유지 | agg max(monthly_premium)"),
     ("aggregate", "계약 상태별 월보험료 합계", "contracts | by status | agg sum(monthly_premium)"),
     ("aggregate", "VIP 고객의 보험료 합계", "payments | grade=VIP | agg sum(amount)"),
     ("aggregate", "고객별 보험료 합계", "payments | by customer | agg sum(amount)"),
@@ -280,22 +283,23 @@ CASES: list[tuple[str, str, str]] = [
     ("aggregate", "how many contracts expire in the next 3 months",
      "contracts | end_date between 2026-07-01..2026-09-30, status=유지 | agg count"),
     ("aggregate", "average monthly premium by category",
-     "contracts | by category | agg avg(monthly_premium)"),
+     "contracts | status=유지 | by category | agg avg(monthly_premium)"),
     ("aggregate", "이번 달 신규 계약 건수",
      "contracts | start_date between 2026-06-01..2026-06-30 | agg count"),
     ("aggregate", "고객별 계약 수", "contracts | by customer | agg count"),
-    ("aggregate", "월보험료 평균이 얼마야", "contracts | agg avg(monthly_premium)"),
+    ("aggregate", "월보험료 평균이 얼마야", "contracts | status=유지 | agg avg(monthly_premium)"),
     ("aggregate", "최근 1년 보험료 합계",
      "payments | due_month between 2025-07..2026-06 | agg sum(amount)"),
     ("aggregate", "종신보험 월보험료 합계",
-     "contracts | product_code=LIFE-01 | agg sum(monthly_premium)"),
+     "contracts | product_code=LIFE-01, status=유지 | agg sum(monthly_premium)"),
     ("aggregate", "강남지점 VIP 고객 수", "customers | branch_id=BR-GN, grade=VIP | agg count"),
     ("aggregate", "오늘 기준 유지 계약 수", "contracts | status=유지 | agg count"),
     ("aggregate", "이번 달 보험료 총액", "payments | due_month=2026-06 | agg sum(amount)"),
     ("aggregate", "지점별 고객 수 알려줘", "customers | by branch | agg count"),
     ("aggregate", "설계사별 미납 금액 합계",
      "payments | status=미납 | by planner | agg sum(amount)"),
-    ("aggregate", "상품별 평균 월보험료", "contracts | by product | agg avg(monthly_premium)"),
+    ("aggregate", "상품별 평균 월보험료",
+     "contracts | status=유지 | by product | agg avg(monthly_premium)"),
     ("aggregate", "계약 상태별 건수", "contracts | by status | agg count"),
     ("aggregate", "월별 미납 건수", "payments | status=미납 | by due_month | agg count"),
     ("aggregate", "total unpaid amount this month",
@@ -321,26 +325,29 @@ CASES: list[tuple[str, str, str]] = [
      "payments | status=미납 | by customer | agg count | order -count | limit 3"),
     ("top_n", "미납 금액이 가장 많은 고객",
      "payments | status=미납 | by customer | agg sum(amount) | limit 1"),
-    ("top_n", "월보험료 상위 5개 계약", "contracts | order -monthly_premium | limit 5"),
+    ("top_n", "월보험료 상위 5개 계약",
+     "contracts | status=유지 | order -monthly_premium | limit 5"),
     ("top_n", "가장 많이 팔린 상품", "contracts | by product | agg count | order -count | limit 1"),
     ("top_n", "top 5 customers by premium", "payments | by customer | agg sum(amount) | limit 5"),
     ("top_n", "계약 수 상위 3개 상품", "contracts | by product | agg count | limit 3"),
     ("top_n", "가장 나이가 많은 고객", "customers | order -age | limit 1"),
     ("top_n", "월보험료 합계가 가장 큰 지점",
-     "contracts | by branch | agg sum(monthly_premium) | limit 1"),
+     "contracts | status=유지 | by branch | agg sum(monthly_premium) | limit 1"),
     ("top_n", "담당 고객 중 보험료 상위 5명", "payments | by customer | agg sum(amount) | limit 5"),
     ("top_n", "이번 달 납입 보험료 상위 3명",
      "payments | due_month=2026-06, status=납입 | by customer | agg sum(amount) | limit 3"),
     ("top_n", "보험료 많이 내는 고객 TOP 3", "payments | by customer | agg sum(amount) | limit 3"),
-    ("top_n", "월보험료가 제일 비싼 계약", "contracts | order -monthly_premium | limit 1"),
+    ("top_n", "월보험료가 제일 비싼 계약",
+     "contracts | status=유지 | order -monthly_premium | limit 1"),
     ("top_n", "평균 가입 금액이 가장 높은 상품",
-     "contracts | by product | agg avg(sum_insured) | limit 1"),
+     "contracts | status=유지 | by product | agg avg(sum_insured) | limit 1"),
     ("top_n", "상위 3개 지점 보험료 합계", "payments | by branch | agg sum(amount) | limit 3"),
     ("top_n", "설계사별 월보험료 합계 상위 3명",
-     "contracts | by planner | agg sum(monthly_premium) | limit 3"),
+     "contracts | status=유지 | by planner | agg sum(monthly_premium) | limit 3"),
     ("top_n", "미납 많은 고객 top 5",
      "payments | status=미납 | by customer | agg sum(amount) | limit 5"),
-    ("top_n", "월보험료 가장 낮은 계약 3건", "contracts | order +monthly_premium | limit 3"),
+    ("top_n", "월보험료 가장 낮은 계약 3건",
+     "contracts | status=유지 | order +monthly_premium | limit 3"),
     ("top_n", "보험료 top10 고객", "payments | by customer | agg sum(amount) | limit 10"),
     ("top_n", "계약 건수가 제일 많은 지점", "contracts | by branch | agg count | limit 1"),
     # -- expiring ----------------------------------------------------------------------------------
@@ -407,7 +414,8 @@ CASES: list[tuple[str, str, str]] = [
     ("unpaid", "종로지점 이번 달 연체",
      "payments | branch_id=BR-JR, due_month=2026-06, status=미납"),
     ("aggregate", "설계사별 계약 건수", "contracts | by planner | agg count"),
-    ("aggregate", "상품군별 월보험료 합계", "contracts | by category | agg sum(monthly_premium)"),
+    ("aggregate", "상품군별 월보험료 합계",
+     "contracts | status=유지 | by category | agg sum(monthly_premium)"),
     ("aggregate", "이번 달 지점별 보험료 합계",
      "payments | due_month=2026-06 | by branch | agg sum(amount)"),
     ("aggregate", "미납 금액 총합이 얼마야", "payments | status=미납 | agg sum(amount)"),
@@ -417,10 +425,11 @@ CASES: list[tuple[str, str, str]] = [
     ("aggregate", "상품별 월별 보험료 합계",
      "payments | by product_code product_name due_month | agg sum(amount)"),
     ("top_n", "월보험료 높은 고객 10명",
-     "contracts | by customer | agg sum(monthly_premium) | limit 10"),
+     "contracts | status=유지 | by customer | agg sum(monthly_premium) | limit 10"),
     ("top_n", "미납 건수가 가장 많은 설계사",
      "payments | status=미납 | by planner | agg count | limit 1"),
-    ("top_n", "가입금액이 가장 큰 계약 5건", "contracts | order -sum_insured | limit 5"),
+    ("top_n", "가입금액이 가장 큰 계약 5건",
+     "contracts | status=유지 | order -sum_insured | limit 5"),
     ("top_n", "고객 수가 제일 적은 지점",
      "customers | by branch | agg count | order +count | limit 1"),
     ("expiring", "석달 안에 만기되는 VIP 계약",
@@ -528,7 +537,8 @@ def test_unmappable_prompts_get_help(vocabulary, prompt):
     assert result.help is not None
     assert result.help["message"]
     assert len(result.help["examples"]) >= 3
-    assert result.interpretation["scope"] == "담당 고객 기준"
+    assert result.unreadable in ("no_question", "no_sql", "no_domain")
+    assert result.interpretation["scope"] == scope_text("planner", main_language(prompt))
 
 
 def test_sql_is_never_echoed(vocabulary):
@@ -576,8 +586,10 @@ def test_widening_words_never_widen_the_plan(vocabulary, prompt):
     assert result.plan is not None
     assert result.plan["entity"] == "customers"
     assert result.plan["filters"] == []  # nothing the data layer could read as "everyone"
-    assert "담당 고객 기준" in result.interpretation["summary"]
-    assert any("범위" in note for note in result.interpretation.get("notes", []))
+    language = main_language(prompt)
+    assert scope_text("planner", language) in result.interpretation["summary"]
+    said = "widen" if language == "en" else "범위를 넓히지"
+    assert any(said in note for note in result.interpretation.get("notes", []))
 
 
 def test_plan_values_come_from_vocabulary_dates_or_numbers(vocabulary):

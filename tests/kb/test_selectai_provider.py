@@ -20,7 +20,7 @@ import httpx
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kb.answering import ConditionRefused, answer_question, warm_up
+from kb.answering import ConditionRefused, QuestionRefused, answer_question, warm_up
 from kb.selectai.provider import (
     ProviderConfig,
     ProviderError,
@@ -280,8 +280,9 @@ def test_an_unusable_configuration_falls_back_but_fails_warm_up(kb, use_model, s
 
 
 def test_an_empty_question_is_not_sent_to_the_model(kb, use_model):
-    answer = ask("   ")
-    assert answer["interpretation"]["family"] == "unknown"
+    with pytest.raises(QuestionRefused) as refused:
+        ask("   ")
+    assert refused.value.reason == "not_understood"
     assert use_model.requests == []
 
 

@@ -132,8 +132,13 @@ def test_inspector_calls_the_tool_as_the_planner(peers, server, world):
     assert answer["stakeholder"]["role"] == "planner"
     assert answer["limit"] == 5
     assert 0 < answer["row_count"] == len(answer["rows"]) <= 5
-    # The text block carries the same answer for clients that ignore structuredContent.
-    assert json.loads(call_result["content"][0]["text"]) == answer
+    # The text block is the answer as a person reads it: the summary's sentence, then a table of
+    # the same rows under the same labels.
+    text = call_result["content"][0]["text"]
+    assert text.startswith(answer["interpretation"]["summary"])
+    header = "| " + " | ".join(c["label"] for c in answer["columns"]) + " |"
+    assert header in text
+    assert all(row["customer_id"] in text for row in answer["rows"] if "customer_id" in row)
 
 
 @pytest.mark.parametrize(
