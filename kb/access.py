@@ -15,6 +15,7 @@ from django.utils.translation import get_language, gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from kb.catalogue import CONTRACTS, CUSTOMERS, ENTITIES, PAYMENTS
+from kb.josa import josa_in
 from kb.models import Stakeholder
 from kb.policy import (
     COMPARABLE_MASKS,
@@ -147,19 +148,24 @@ def record_visibility(
         ""
         if entity == CUSTOMERS
         else " "
-        + gettext("%(entity)s은(는) 그 고객을 따릅니다.")
-        % {"entity": spec.label_in(get_language())}
+        + gettext("%(entity)s 그 고객을 따릅니다.")
+        % {"entity": josa_in(get_language(), spec.label_in(get_language()), "은/는")}
     )
     if not answer["rows"]:
         hidden = gettext(
-            "보이지 않음: %(rule)s%(follows)s %(record)s은(는) 이 범위에 없습니다"
+            "보이지 않음: %(rule)s%(follows)s %(record)s 이 범위에 없습니다"
             " (없는 ID이거나 범위 밖의 기록)."
         )
         return RecordVisibility(
             entity,
             record_id,
             False,
-            hidden % {"rule": rule, "follows": follows, "record": record_id},
+            hidden
+            % {
+                "rule": rule,
+                "follows": follows,
+                "record": josa_in(get_language(), record_id, "은/는"),
+            },
         )
     names = {
         "customer": answer["rows"][0]["customer_id"],
@@ -171,7 +177,11 @@ def record_visibility(
     elif scope is RowScope.OWN:
         because = gettext("이 기록의 고객은 담당 설계사가 %(planner)s입니다") % names
     elif scope is RowScope.BRANCH and name_the_customer:
-        because = gettext("고객 %(customer)s이(가) %(branch)s 고객입니다") % names
+        subject = josa_in(get_language(), names["customer"], "이/가")
+        because = gettext("고객 %(customer)s %(branch)s 고객입니다") % {
+            **names,
+            "customer": subject,
+        }
     elif scope is RowScope.BRANCH:
         because = gettext("이 기록의 고객이 %(branch)s 고객입니다") % names
     else:

@@ -56,3 +56,9 @@ def josa(word: str, pair: str) -> str:
     if pair == "으로/로":
         return word + (after_vowel if final in (0, _RIEUL) else after_consonant)
     return word + (after_consonant if final else after_vowel)
+
+
+def josa_in(language: str | None, word: str, pair: str) -> str:
+    """josa() in a Korean message, the word alone in another language: for a translated message
+    whose Korean source puts a particle after its placeholder."""
+    return josa(word, pair) if (language or "ko").startswith("ko") else word

@@ -20,6 +20,7 @@ from kb import catalogue
 from kb.catalogue import ENTITIES, MAX_LIMIT, EntitySpec, FieldSpec, Kind
 from kb.catalogue import PLAN_DEFAULT_LIMIT as DEFAULT_LIMIT
 from kb.errors import KbError
+from kb.josa import josa_in
 
 __all__ = ["ENTITIES", "MAX_LIMIT", "DEFAULT_LIMIT", "EntitySpec", "FieldSpec", "Kind"]
 
@@ -287,7 +288,8 @@ def _list(value: object, what: str, cap: int) -> list:
     if value is None:
         return []
     if not isinstance(value, list | tuple):
-        raise PlanError(_("%(what)s은(는) 목록이어야 합니다.") % {"what": what})
+        what = josa_in(get_language(), what, "은/는")
+        raise PlanError(_("%(what)s 목록이어야 합니다.") % {"what": what})
     if len(value) > cap:
         raise PlanError(
             _("%(what)s 항목이 너무 많습니다 (최대 %(cap)s개).") % {"what": what, "cap": cap},

@@ -25,6 +25,7 @@ from django.utils.translation import get_language, gettext, pgettext_lazy
 from core import tracing
 from kb.catalogue import ENTITIES, EntitySpec
 from kb.errors import KbError
+from kb.josa import josa_in
 from kb.models import Contract, Customer, PremiumPayment, Stakeholder
 from kb.plans import Filter, Plan, PlanError, aggregate_label
 from kb.selectors import kb_as_of_date
@@ -243,13 +244,13 @@ class ConditionRefused(PlanError):
     def __init__(self, *, role: str, entity: str, field: str, use: str):
         spec = ENTITIES[entity].fields[field]
         message = gettext(
-            "%(label)s(%(field)s) %(use)s은(는) 처리할 수 없습니다: %(role)s 권한에서는 이 열이 "
+            "%(label)s(%(field)s) %(use)s 처리할 수 없습니다: %(role)s 권한에서는 이 열이 "
             "가려져 있어, 조건·정렬·그룹·집계에 쓰면 가려진 값이 드러납니다. "
             "이 조건 없이 다시 물어봐 주세요."
         ) % {
             "label": spec.label_in(get_language()),
             "field": field,
-            "use": _USES.get(use, _USES["filter"]),
+            "use": josa_in(get_language(), str(_USES.get(use, _USES["filter"])), "은/는"),
             "role": role_label(role),
         }
         super().__init__(message, code="masked_column")

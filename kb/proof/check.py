@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kb.catalogue import ENTITIES, IN_FORCE_STATUS, VALUE_GLOSSES, Kind, in_force_by_default
+from kb.josa import josa
 
 from . import periods, words
 from .periods import Window
@@ -72,7 +73,7 @@ def money(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreeme
         if total and matching:  # "총액이 10만원 넘는": a condition on a sum, not on each row
             yield Disagreement(
                 f"{total.group(1)} {q.words}",
-                f"'{total.group(1)}'에 대한 조건 {q.shown(False)}을(를) "
+                f"'{total.group(1)}'에 대한 조건 {josa(q.shown(False), '을/를')} "
                 "한 건 한 건의 금액으로 읽었습니다",
                 f"read the condition on the {total.group(1)} ({q.shown(True)}) as one on each row",
             )
@@ -127,11 +128,20 @@ def _place(value: int) -> int:
 
 
 _DIRECTION_KO = {UP: "이상", DOWN: "이하", EXACT: "정확히", BAND: "대", None: ""}
+
+
+def quoted(word: object, pair: str) -> str:
+    """The question's words quoted, with the particle that fits them ("'3천'을")."""
+    return josa(f"'{word}'", pair)
+
+
 _DIRECTION_EN = {UP: "or more", DOWN: "or less", EXACT: "exactly", BAND: "band", None: ""}
 
 
 def _read(q: Quantity, english: bool) -> tuple[str, str]:
-    ko = f"'{q.words}'을(를) {q.shown(False)}{' ' + _DIRECTION_KO[q.direction] if q.direction in _DIRECTION_KO and q.direction else ''}(으)로 읽었습니다"  # noqa: E501
+    direction = _DIRECTION_KO.get(q.direction, "") if q.direction else ""
+    read_as = josa(f"{q.shown(False)} {direction}".strip(), "으로/로")
+    ko = f"{quoted(q.words, '을/를')} {read_as} 읽었습니다"
     en = f"read '{q.words}' as {q.shown(True)}{' ' + _DIRECTION_EN[q.direction] if q.direction in _DIRECTION_EN and q.direction else ''}"  # noqa: E501
     return ko, en
 
@@ -164,7 +174,7 @@ def ages(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[Disagreemen
     if elderly and not filters:
         yield Disagreement(
             elderly.group(0),
-            f"'{elderly.group(0)}'은(는) 나이를 정하지 않습니다(예: 65세 이상)",
+            f"{quoted(elderly.group(0), '은/는')} 나이를 정하지 않습니다(예: 65세 이상)",
             f"'{elderly.group(0)}' states no age (e.g. 65 or older)",
         )
     numbers_said = {q.value for q in numbers}
@@ -261,7 +271,8 @@ def times(text: str, plan: dict, numbers: list[Quantity], as_of: dt.date):
     for window in named:
         fields = [f for f in bounds if not window.fields or f in window.fields]
         if not any(_window_carried(window, *bounds[f]) for f in fields):
-            ko = f"'{window.words}'을(를) {window.shown(False)}(으)로 읽었습니다"
+            read_as = josa(window.shown(False), "으로/로")
+            ko = f"{quoted(window.words, '을/를')} {read_as} 읽었습니다"
             yield Disagreement(window.words, ko, f"read '{window.words}' as {window.shown(True)}")
     windowed = [
         f for f, (low, high) in bounds.items()
@@ -316,7 +327,7 @@ def _birthdays(text: str, plan: dict, english: bool) -> Iterator[Disagreement]:
         else:
             carried = any(key in _values(c) or _day_of(c) == key for c in births)
         if not carried:
-            ko = f"'{b.words}'을(를) 생일 {b.month}월 {b.day}일로 읽었습니다"
+            ko = f"{quoted(b.words, '을/를')} 생일 {b.month}월 {b.day}일로 읽었습니다"
             en = f"read '{b.words}' as a birthday on {dt.date(2024, b.month, b.day):%B} {b.day}"
             yield Disagreement(b.words, ko, en)
 
@@ -378,7 +389,7 @@ def related_counts(text: str, plan: dict, numbers: list[Quantity]) -> Iterator[D
     carried = [r.get("at_least") for r in plan.get("related") or [] if r.get("at_least")]
     for q in counts:
         if not any(n in (q.value, q.value + 1) for n in carried):
-            ko = f"'{q.words}'을(를) 관련 행이 {q.value}건 이상이라는 조건으로 읽었습니다"
+            ko = f"{quoted(q.words, '을/를')} 관련 행이 {q.value}건 이상이라는 조건으로 읽었습니다"
             en = f"read '{q.words}' as at least {q.value} related rows"
             yield Disagreement(q.words, ko, en)
     for n in carried:
@@ -395,7 +406,7 @@ def grouping(text: str, plan: dict) -> Iterator[Disagreement]:
     for word, dim in words.groupings(text):
         fields = words.DIM_FIELDS.get(dim, ())
         if not grouped & set(fields):
-            ko = f"'{word}'을(를) {words.DIM_LABEL[dim][0]}별로 묶으라는 말로 읽었습니다"
+            ko = f"{quoted(word, '을/를')} {words.DIM_LABEL[dim][0]}별로 묶으라는 말로 읽었습니다"
             en = f"read '{word}' as one row per {words.DIM_LABEL[dim][1]}"
             yield Disagreement(word, ko, en)
 
@@ -408,13 +419,13 @@ def statuses(text: str, plan: dict) -> Iterator[Disagreement]:
     in_plan = {v for c in conditions(plan) if c["field"] == "status" for v in _values(c)}
     if said.every:
         if in_plan:  # "모든 상태" with a status in the plan: one of them was not read as asked
-            ko = f"'{said.every}'을(를) 모든 상태로 읽었습니다"
+            ko = f"{quoted(said.every, '을/를')} 모든 상태로 읽었습니다"
             en = f"read '{said.every}' as every status"
             yield Disagreement(said.every, ko, en)
         return
     for word, _entity, value in said.named:
         if value not in in_plan:
-            ko = f"'{word}'을(를) 상태 '{value}'(으)로 읽었습니다"
+            ko = f"{quoted(word, '을/를')} 상태 {quoted(value, '으로/로')} 읽었습니다"
             en = f"read '{word}' as the status {value} ({VALUE_GLOSSES.get(value, value)})"
             yield Disagreement(word, ko, en)
     # The catalogue's convention: a premium total or ranking counts in-force contracts.
@@ -439,7 +450,7 @@ def names(text: str, plan: dict) -> Iterator[Disagreement]:
         if part not in carried:
             yield Disagreement(
                 part,
-                f"이름에 '{part}'이(가) 들어가는 고객으로 읽었습니다",
+                f"이름에 {quoted(part, '이/가')} 들어가는 고객으로 읽었습니다",
                 f"read as names containing '{part}'",
             )
     for c in conditions(plan):
@@ -451,12 +462,12 @@ def names(text: str, plan: dict) -> Iterator[Disagreement]:
             if not written or value in words.PEOPLE_WORDS:
                 yield Disagreement(
                     value,
-                    f"'{value}'은(는) 고객 이름이 아닙니다",
+                    f"{quoted(value, '은/는')} 고객 이름이 아닙니다",
                     f"'{value}' is not a customer's name",
                 )
             elif c["op"] == "eq" and words.contains_asked(text, value):
                 yield Disagreement(
                     value,
-                    f"이름에 '{value}'이(가) 들어가는 고객으로 읽었습니다",
+                    f"이름에 {quoted(value, '이/가')} 들어가는 고객으로 읽었습니다",
                     f"read as names containing '{value}'",
                 )

@@ -326,7 +326,8 @@ def _requested_columns(q: Question, entity: str, fragment: Fragment) -> list[str
             fragment.cannot(f"{column} 항목", span(m))
     available = list(dict.fromkeys(available))
     if available:
-        fragment.understood.append("항목 " + ", ".join(available))
+        labels = ", ".join(ENTITIES[entity].fields[name].label for name in available)
+        fragment.understood.append(f"열: {labels}")
         return list(dict.fromkeys(IDENTITY_FIELDS[entity] + available))
     return []
 

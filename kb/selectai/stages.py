@@ -22,13 +22,14 @@ from kb.catalogue import (
     PAID_WORDS,
     PAYMENTS,
 )
+from kb.josa import josa
 
 from . import dates
 from .dates import Period, add_months, month_start, months_period
 from .periods import FAR_FUTURE, MONTH_NAMES, TIME_UNITS
 from .question import FILTER_KINDS, THRESHOLDS, Question, span
 from .recognise import SURNAMES, NumberMention
-from .wording import DIM_LABELS, MEASURE_LABELS, OP_LABELS
+from .wording import DIM_LABELS, MEASURE_LABELS, OP_LABELS, text_condition
 
 FIELDS: dict[str, frozenset[str]] = {name: spec.columns for name, spec in ENTITIES.items()}
 IDENTITY_FIELDS: dict[str, list[str]] = {
@@ -145,7 +146,9 @@ def scope_stage(q: Question) -> Fragment:
     if q.f.has("all") or q.f.has("bypass"):
         fragment.notes.append("widening")
     for written, read_as in q.f.corrected:
-        fragment.understood.append(f"'{written}'을(를) '{read_as}'(으)로 읽음")
+        fragment.understood.append(
+            f"{josa(repr(written), '을/를')} {josa(repr(read_as), '으로/로')} 읽음"
+        )
     return fragment
 
 
@@ -418,7 +421,9 @@ def personal_text_stage(q: Question, entity: str, taken: frozenset[int]) -> Frag
         if n.unit is None and n.first == n.last and n.first not in taken
     }
     for surname, words in _surnames(q, taken):
-        label = f"{ENTITIES[CUSTOMERS].fields['customer_name'].label} '{surname}'(으)로 시작"
+        label = text_condition(
+            ENTITIES[CUSTOMERS].fields["customer_name"].label, surname, "startswith"
+        )
         fragment.add_filter(entity, "customer_name", "startswith", surname, label, words)
     for column, m in f.kinds("column"):
         if column not in ("phone", "rrn", "customer_name"):
@@ -438,7 +443,7 @@ def personal_text_stage(q: Question, entity: str, taken: frozenset[int]) -> Frag
             continue
         op = op or "eq"
         value = text[tokens[at].start : tokens[at].end]
-        label = f"{ENTITIES[CUSTOMERS].fields[column].label} '{value}'{OP_LABELS[op]}"
+        label = text_condition(ENTITIES[CUSTOMERS].fields[column].label, value, op)
         fragment.add_filter(entity, column, op, value, label, words | {at})
     return fragment
 

@@ -74,7 +74,7 @@ HELP_EXAMPLES_EN = [
     "number of customers by age group",
 ]
 OP_LABELS = {"gte": "이상", "gt": "초과", "lte": "이하", "lt": "미만", "eq": "", "between": "사이",
-             "ne": "제외", "startswith": "(으)로 시작", "endswith": "(으)로 끝남",
+             "ne": "제외", "startswith": " 시작", "endswith": " 끝남",
              "contains": " 포함"}  # fmt: skip
 OP_LABELS_EN = {"gte": "at least", "gt": "over", "lte": "at most", "lt": "under", "eq": "",
                 "between": "between", "ne": "except", "startswith": "starting with",
@@ -129,6 +129,14 @@ NOTES = {
         "them).",
     ),
 }
+
+
+def text_condition(label: str, value: str, op: str) -> str:
+    """A condition on a text column, in Korean: "고객명 '김'으로 시작", "전화번호 '1234' 포함"."""
+    shown = f"'{value}'"
+    if op in ("startswith", "endswith"):
+        return f"{label} {josa(shown, '으로/로')}{OP_LABELS[op]}"
+    return f"{label} {shown}{OP_LABELS[op]}"
 
 
 def say(language: str, ko: str, en: str) -> str:
@@ -192,10 +200,7 @@ def _describe_filter(flt: dict, family: str, vocab: Vocabulary, language: str) -
     if personal and op in ops and op != "ne":
         if en:
             return f"{label} {ops[op]} '{joined}'".replace("  ", " ")
-        word = f"'{joined}'"
-        if op in ("startswith", "endswith"):
-            return f"{label} {josa(word, '으로/로')}{ops[op][4:]}"
-        return f"{label} {word}{ops[op]}"
+        return text_condition(label, joined, op)
     if fld == "birth_date" and op in ("month_day_between", "month_day_in"):
         shown = "~".join(values) if op == "month_day_between" else ", ".join(values[:3])
         more = op == "month_day_in" and len(values) > 3
@@ -415,7 +420,7 @@ REFUSAL_TEXT: dict[str, dict[str, Any]] = {
         "ops": {"month_day_between": "월·일 범위", "month_day_in": "월·일 중 하나",
                 "eq": "=", "ne": "제외", "in": "중 하나", "not_in": "제외", "gte": "이상",
                 "gt": "초과", "lte": "이하", "lt": "미만", "between": "범위",
-                "startswith": "(으)로 시작", "endswith": "(으)로 끝남", "contains": "포함"},
+                "startswith": "시작", "endswith": "끝남", "contains": "포함"},
     },
     "en": {
         "unread_words": "Not answered: part of the question could not be used: {words}.",
@@ -471,7 +476,11 @@ def understood_text(refusal, language: str) -> str:
         if language == "en" and any("\uac00" <= ch <= "\ud7a3" for ch in shown):
             parts.append(field.label_in(language))  # the value is Korean data: name the field
         else:
-            parts.append(f"{field.label_in(language)} {ops.get(item['op'], '')} {shown}".strip())
+            label = field.label_in(language)
+            if language != "en" and item["op"] in ("startswith", "endswith", "contains"):
+                parts.append(text_condition(label, shown, item["op"]))
+            else:
+                parts.append(f"{label} {ops.get(item['op'], '')} {shown}".strip())
     return ", ".join(parts)
 
 

@@ -272,7 +272,7 @@ def test_a_disagreement_is_refused_in_the_questions_language_with_a_checked_reph
     with pytest.raises(QuestionRefused) as refused:
         answer_question(stakeholder_id="KB-M-001", prompt=question, limit=10)
     assert refused.value.reason == "proof_disagrees"
-    assert "'천오백만원'을(를) 15,000,000원 이상(으)로 읽었습니다" in refused.value.message
+    assert "'천오백만원'을 15,000,000원 이상으로 읽었습니다" in refused.value.message
     assert '"보험료 15,000,000원 이상 계약"' in refused.value.message  # checked by reading it
     assert ran == []
 

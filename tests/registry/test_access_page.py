@@ -139,8 +139,8 @@ def test_the_delegated_tools_show_which_are_held_by_pinning(kb_demo, client):
     [
         ("KB-P-001", "C0001", True, "담당 설계사가 KB-P-001"),
         ("KB-P-001", "c0001", True, "담당 설계사가 KB-P-001"),
-        ("KB-P-001", "K00001", True, "계약은(는) 그 고객을 따릅니다"),
-        ("KB-P-001", "PM000001", True, "보험료 납입은(는) 그 고객을 따릅니다"),
+        ("KB-P-001", "K00001", True, "계약은 그 고객을 따릅니다"),
+        ("KB-P-001", "PM000001", True, "보험료 납입은 그 고객을 따릅니다"),
         ("KB-M-001", "C0001", True, "강남지점(BR-GN) 고객"),
         ("KB-H-001", "C0001", True, "모든 고객"),
         ("KB-P-099", "C0001", False, "정지된 사용자"),
