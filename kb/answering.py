@@ -105,9 +105,11 @@ def _answer(
     assert asker is not None  # checked just above
     prompt, limit = question.prompt, question.limit
     if backend == ORDS:
-        return ords_answer(
+        answered = ords_answer(
             prompt=prompt, limit=limit, stakeholder=asker, delegation_id=delegation_id
         )
+        answered["interpretation"].setdefault("language", question.language)
+        return answered
 
     as_of = kb_as_of_date()
     vocabulary = current_vocabulary()
