@@ -138,7 +138,9 @@ def _answer(
         # The words are quoted back as written: a token pasted into a question is not.
         message = redact_secrets(refusal_message(refusal, parsed.language))
         words = tuple(redact_secrets(word) for word in refusal.words)
-        raise QuestionRefused(message, reason=refusal.reason, words=words)
+        raise QuestionRefused(
+            message, reason=refusal.reason, words=words, suggestions=refusal.suggestions
+        )
     if parsed.plan is None:
         raise _unreadable(parsed, question)
     try:

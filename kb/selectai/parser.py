@@ -129,9 +129,10 @@ class ParseResult:
 
 
 class _Unmappable(Exception):
-    def __init__(self, key: str):
+    def __init__(self, key: str, question: Question | None = None):
         super().__init__(key)
         self.key = key  # kb.selectai.wording.UNREADABLE
+        self.question = question  # as far as it was read, for suggestions close to it
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +183,14 @@ def parse_prompt(
             result.help = {"message": "", "examples": list(suggestions)}
         return result
     except _Unmappable as exc:
-        return _help_result(exc.key, scope, language, prompt)
+        result = _help_result(exc.key, scope, language, prompt)
+        if exc.question is not None and result.help is not None:
+            nearest = _answerable(
+                Refusal("", (), None, (), ()), exc.question, scope, shapes_only=True
+            )
+            examples = list(dict.fromkeys([*nearest, *result.help["examples"]]))[:3]
+            result.help["examples"] = examples
+        return result
     except Exception:  # the tool must answer even if a rule above has a bug
         log.exception("selectai parse failed")
         return _help_result("parse_failed", scope, language, prompt)
@@ -276,7 +284,7 @@ def compose(q: Question, scope: str) -> ParseResult:
     if absent:
         return _refused(q, scope, "out_of_data", absent, None, [])
     if not q.has_domain_signal():
-        raise _Unmappable("no_domain")
+        raise _Unmappable("no_domain", q)
 
     related = related_part(q)
     whole = q
@@ -526,12 +534,15 @@ def _interpretation(q, plan, family, scope, understood, notes, applied) -> dict:
 # Questions a refusal offers instead
 
 
-def _answerable(refusal: Refusal, question: Question, scope: str) -> tuple[str, ...]:
+def _answerable(
+    refusal: Refusal, question: Question, scope: str, *, shapes_only: bool = False
+) -> tuple[str, ...]:
     """Two or three questions built from the catalogue (the entity the question was about, its
     understood conditions, its fields), each kept only if the reader answers it in full."""
     english = main_language(question.text) == "en"
     candidates = _asked_shapes(refusal, question, english)
-    candidates += _candidates(refusal, question.vocabulary, english)
+    if not shapes_only:
+        candidates += _candidates(refusal, question.vocabulary, english)
     kept: list[str] = []
     for text in dict.fromkeys(candidates):
         asked = Question(text, question.vocabulary, question.as_of, TOOL_DEFAULT_LIMIT)
@@ -546,7 +557,9 @@ def _answerable(refusal: Refusal, question: Question, scope: str) -> tuple[str, 
 def _asked_shapes(refusal: Refusal, question: Question, english: bool) -> list[str]:
     """The nearest answerable shapes of what was asked: the dimensions and measures the question
     names, on the entity it was about ("best-selling products" -> "상품별 계약 수")."""
-    entity = refusal.entity or (CONTRACTS if question.f.values("measure") else CUSTOMERS)
+    dims_said = set(question.f.values("dim"))
+    on_contracts = question.f.values("measure") or dims_said & {"product", "category", "status"}
+    entity = refusal.entity or (CONTRACTS if on_contracts else CUSTOMERS)
     spec = ENTITIES[entity]
     dims = [d for d in dict.fromkeys(question.f.values("dim")) if d in DIM_FIELDS]
     dims = [d for d in dims if DIM_FIELDS[d][0] in spec.fields and d not in ("customer",)]
