@@ -170,12 +170,22 @@ def family_of(answer: dict) -> str:
     return (answer.get("interpretation") or {}).get("family", "")
 
 
+# What one row of a grouped answer is, by its first grouping field: (Korean counter, English).
+GROUP_UNITS = {
+    "customer_id": ("명", "customers"), "planner_id": ("명", "planners"),
+    "branch_id": ("곳", "branches"), "region": ("개 지역", "regions"),
+    "product_code": ("개 상품", "products"), "category": ("개 분류", "categories"),
+    "grade": ("개 등급", "grades"), "status": ("개 상태", "statuses"),
+    "gender": ("개 성별", "genders"), "age_group": ("개 연령대", "age groups"),
+    "due_month": ("개월", "months"), "contract_id": ("건", "contracts"),
+}  # fmt: skip
+
+
 def _unit(plan: dict, language: str) -> str:
     group_by = plan.get("group_by") or []
-    if group_by[:1] == ["customer_id"]:
-        return say(language, "명", "customers")
     if group_by:
-        return say(language, "개 항목", "rows")
+        ko, en = GROUP_UNITS.get(group_by[0], ("개 항목", "rows"))
+        return say(language, ko, en)
     entity = plan.get("entity")
     if language == "en":
         return {CUSTOMERS: "customers", CONTRACTS: "contracts", PAYMENTS: "payments"}.get(

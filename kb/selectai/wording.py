@@ -240,7 +240,7 @@ def _describe_filter(flt: dict, family: str, vocab: Vocabulary, language: str) -
             return f"{measure} {ops[op]} {_money(value, language)}".replace("  ", " ")
         return f"{measure} {_money(value, language)} {ops[op]}".strip()
     if fld == "status" and family != "expiring" and ("미납" not in values or family == "related"):
-        return say(language, joined, f"status {joined}")
+        return say(language, joined, "/".join(VALUE_GLOSSES.get(v, v) for v in values))
     if fld in ("birth_date", "joined_on") and op != "between":
         return say(language, f"{label} {joined} {ops[op]}".strip(), f"{label} {ops[op]} {joined}")
     return ""

@@ -3,6 +3,9 @@ covers, and what `content` shows (kb.relay, kb.josa, kb.selectai.wording)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from kb import proof
@@ -210,3 +213,19 @@ def test_an_unreadable_question_is_offered_the_examples_nearest_it(kb):
         asked[prompt] = refused.value.suggestions
         assert refused.value.reason == "not_understood"
     assert len({tuple(s) for s in asked.values()}) == 2, asked
+
+
+# --- the answers docs/select-ai.md shows ----------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "select-ai.md"
+SHOWN = re.compile(r"<!-- answer-as-received: (\S+) \| (.+?) -->\n```text\n(.*?)\n```", re.S)
+
+
+def test_the_documented_answers_are_what_an_agent_receives(kb):
+    shown = SHOWN.findall(DOC.read_text(encoding="utf-8"))
+    assert len(shown) == 2
+    languages = set()
+    for stakeholder_id, prompt, text in shown:
+        assert answer_text(ask(stakeholder_id, prompt)) == text, prompt
+        languages.add(main_language(prompt))
+    assert languages == {"ko", "en"}
