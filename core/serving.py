@@ -91,7 +91,7 @@ def banner(*, url: str, var_dir: Path, admin_user: str, presets_file: Path) -> s
             f"  login:          {admin_user} (password in {password})",
             f"  token presets:  {presets_file}",
             "  try:            .venv/bin/python manage.py kb_ask --as KB-P-001 "
-            '"담당 고객의 보험료 상세를 보여줘"',
+            '"고객 이름, 전화번호, 주민등록번호 목록"',
             "  stop:           Ctrl-C",
             "",
         ]
