@@ -144,9 +144,12 @@ def _sentence(answer: dict, plan: dict, head: str, scope: str, language: str) ->
         value = figures[0][1]
         return say(language, f"{josa(head, '은/는')} {value}입니다 {context}.",
                    f"{head}: {value} {context}.")  # fmt: skip
-    if figures:
-        shown = ", ".join(f"{label} {value}" for label, value in figures)
-        return say(language, f"{head}: {shown}입니다 {context}.", f"{head}: {shown} {context}.")
+    if figures:  # the head ends with the totals' labels: each is said once, with its figure
+        labels = ", ".join(label for label, _ in figures)
+        prefix = head[: -len(labels)] if head.endswith(labels) else f"{head}: "
+        korean = ", ".join(f"{josa(label, '은/는')} {value}" for label, value in figures)
+        english = "; ".join(value for _, value in figures)
+        return say(language, f"{prefix}{korean}입니다 {context}.", f"{head}: {english} {context}.")
     count, unit = answer.get("row_count", 0), _unit(plan, language)
     if count and family_of(answer) == "top_n":  # the rows are the ranking asked for
         return say(language, f"{head}입니다 {context}.", f"{head} {context}.")

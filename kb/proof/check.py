@@ -344,7 +344,10 @@ def _day_of(c: dict) -> str | None:
 
 _AGGREGATE_CUES = {
     "count": r"몇|수\b|수[는가를요]|건수|명수|개수|인원|count|\bmany\b|number of|얼마나 많",
-    "sum": r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|"
+    # "건수와 (미납) 금액", "count and amount": a money column beside a count is its total.
+    "sum": r"(?:건수|개수|count)(?:와|과|랑|하고|\s*(?:및|and|&|,))\s*(?:\S+\s)?"
+    r"(?:금액|보험료|amount|premium)|"
+    r"합계|합산|합\b|총|얼마|전체 금액|누적|sum|total|how much|상위|하위|top|bottom|"
     r"많이|많은|"
     r"적게|적은|most|least|가장|제일|순위|rank|best|worst|highest|lowest|비교",
     "avg": r"평균|average|avg|mean",

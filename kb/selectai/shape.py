@@ -195,6 +195,14 @@ def measure_field(q: Question, entity: str) -> str | None:
     return None
 
 
+def _money_named_beside(q: Question, entity: str) -> bool:
+    """A money column named next to a count, with no amount to compare it with: asked for as a
+    total of its own ("건수와 금액"), not left unread."""
+    money = {"amount"} if entity == PAYMENTS else {"monthly_premium", "sum_insured"}
+    amount = any(n.unit == "won" or (n.unit is None and n.value >= 1000) for n in q.f.numbers)
+    return bool(money & set(q.f.values("measure"))) and not amount
+
+
 def _aggregates(q: Question, entity, aggs, extremes, dims, fragment: Fragment) -> Shape:
     f = q.f
     measure = measure_field(q, entity)
@@ -211,6 +219,8 @@ def _aggregates(q: Question, entity, aggs, extremes, dims, fragment: Fragment) -
             fns = ["sum"]
         else:
             fns = ["count"]
+    elif fns == ["count"] and _money_named_beside(q, entity):
+        fns = ["count", "sum"]  # "미납 건수와 미납 금액": the count and the sum it names
     aggregates = []
     agg_words = {i for k in ("agg", "extreme", "how_much") for _, m in f.kinds(k) for i in span(m)}
     for fn in dict.fromkeys(fns):

@@ -229,3 +229,19 @@ def test_the_documented_answers_are_what_an_agent_receives(kb):
         assert answer_text(ask(stakeholder_id, prompt)) == text, prompt
         languages.add(main_language(prompt))
     assert languages == {"ko", "en"}
+
+
+def test_a_count_and_the_money_beside_it_are_both_answered_in_one_sentence(kb):
+    answer = ask("KB-M-001", "미납 건수와 미납 금액")
+    row = answer["rows"][0]
+    assert set(row) == {"count", "total_amount"}
+    assert answer["interpretation"]["summary"].startswith(
+        f"미납 건수는 {row['count']}건, 미납 금액 합계는 {row['total_amount']:,}원입니다 ("
+    )
+    english = ask("KB-M-001", "unpaid count and amount")
+    assert english["rows"] == answer["rows"]
+    assert (
+        f": {row['count']}; KRW {row['total_amount']:,} (" in english["interpretation"]["summary"]
+    )
+    # An amount to compare with keeps the money word a condition, not a second total.
+    assert set(ask("KB-M-001", "금액 10만원 이상 미납 건수")["rows"][0]) == {"count"}
