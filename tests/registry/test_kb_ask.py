@@ -108,9 +108,7 @@ def test_the_tools_refusal_is_in_the_questions_language_and_the_rest_in_language
     assert str(refused.value).startswith("Tool error: Cannot filter on resident registration")
     with pytest.raises(CommandError) as refused:
         kb_ask("--as", "KB-H-001", "고객 전화번호 순으로")
-    assert str(refused.value).startswith(
-        "Tool error: 전화번호(phone) 정렬은 처리할 수 없습니다"
-    )
+    assert str(refused.value).startswith("Tool error: 전화번호(phone) 정렬은 처리할 수 없습니다")
 
 
 def test_a_suspended_user_is_told_they_have_no_permission(kb_ask, world):
