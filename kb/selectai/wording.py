@@ -373,9 +373,16 @@ def summary_head(plan: dict, family: str, vocab: Vocabulary, language: str, peri
     related = related_text(plan, vocab, language) if plan.get("related") else ""
     what = subject(plan, family, dims, language)
     if language != "en":
+        by = ""
+        if plan["aggregates"] and dims and family != "top_n":
+            # "지점별 유지 계약 건수": the grouping first, then what is counted.
+            by, what = (
+                "".join(f"{DIM_LABELS[d]}별 " for d in dims).strip(),
+                subject(plan, family, [], language),
+            )
         if plan["entity"] == CONTRACTS and "계약" not in what and _has_status(plan):
             conditions = f"{conditions} 계약"  # "유지 계약 월보험료 합계"
-        return " ".join(x for x in (period, conditions, related, what) if x)
+        return " ".join(x for x in (period, by, conditions, related, what) if x)
     head = what[:1].upper() + what[1:]
     if related:
         head = f"{head} {related}"
