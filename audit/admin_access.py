@@ -58,11 +58,15 @@ class ApiTokenAdmin(ReadOnlyAdmin):
 class _AccessAuditing:
     """Records the before and after of who may do what, in the admin's own transaction."""
 
-    snapshot = staticmethod(lambda obj: None)
     kind = ""
 
-    def get_form(self, request, obj=None, **kwargs):
-        form = super().get_form(request, obj, **kwargs)
+    @staticmethod
+    def snapshot(obj, /) -> dict | None:  # each admin below names its own
+        return None
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        # ModelAdmin.get_form's signature; `change` goes on by name, as UserAdmin's takes no more.
+        form = super().get_form(request, obj, change=change, **kwargs)
         # The state before this request's change: kept on the request, not on the shared admin.
         request._access_before = self.snapshot(obj) if obj is not None else None
         return form

@@ -232,8 +232,11 @@ def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
             events[:middle], client=client, base_url=base_url, token=token, report=report
         ) and _send(events[middle:], client=client, base_url=base_url, token=token, report=report)
     now = timezone.now()
+    # The ids are the events' UUIDs as text. The django-stubs plugin types a foreign key's lookups
+    # by its target key's Python type alone (UUID), though the key's own lookups take text too, as
+    # Django does (UUIDField.to_python): hence the three `type: ignore[misc]` below.
     if result.delivered:
-        Delivery.objects.filter(event_id__in=result.delivered).update(
+        Delivery.objects.filter(event_id__in=result.delivered).update(  # type: ignore[misc]
             state=Delivery.State.DELIVERED,
             delivered_at=now,
             claim_id=None,
@@ -243,7 +246,7 @@ def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
         report.delivered += len(result.delivered)
         _clear_alarms()
     for event_id, reason in result.rejected.items():
-        Delivery.objects.filter(event_id=event_id).update(
+        Delivery.objects.filter(event_id=event_id).update(  # type: ignore[misc]
             state=Delivery.State.REJECTED,
             last_error=reason[:300],
             claim_id=None,
@@ -256,7 +259,7 @@ def _send(events, *, client, base_url, token, report: DeliveryReport) -> bool:
     if result.retry:
         error = (result.alarm or result.error)[:300]
         # The events are due again at once: when they go is the sink's backoff's to say.
-        Delivery.objects.filter(event_id__in=result.retry).update(
+        Delivery.objects.filter(event_id__in=result.retry).update(  # type: ignore[misc]
             attempts=F("attempts") + 1,
             next_attempt_at=now,
             last_error=error,

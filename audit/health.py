@@ -26,7 +26,7 @@ def delivery_report(report: dict) -> list[str]:
     oldest_age = _age(oldest, now)
     report["audit_backlog"] = {"pending": count, "oldest_seconds": oldest_age}
     enabled = bool(settings.EGS2_MEMORY_API_URL)
-    delivery = {"enabled": enabled}
+    delivery: dict[str, object] = {"enabled": enabled}
     if status is not None:
         delivery["last_error"] = status.last_error or None
         delivery["last_error_seconds_ago"] = _age(status.last_error_at, now)

@@ -207,8 +207,8 @@ def _per_item(ids: list[str], body: bytes, sent_secrets: tuple[str, ...]) -> Bat
         return BatchResult(retry=ids, error="unreadable response body")
     outcome = BatchResult()
     for event_id in ids:
-        item = by_id.get(event_id)
-        status = item.get("status") if item else None
+        item = by_id.get(event_id) or {}
+        status = item.get("status")
         if status in ("created", "duplicate"):
             outcome.delivered.append(event_id)
             if status == "duplicate":

@@ -53,6 +53,13 @@ class _Anchor:
             self.read[number] = self._fetch(number)
         return self.read[number]
 
+    def held(self, number: int) -> Checkpoint:
+        """The verified checkpoint numbered `number`, one at or below latest_number's answer:
+        1..n are delivered in order, so the Memory API holds each of them."""
+        held = self.get(number)
+        assert held is not None, f"the Memory API holds no checkpoint {number} below its latest"
+        return held[0]
+
     def _fetch(self, number: int) -> tuple[Checkpoint, str] | None:
         memory = memory_api.read_memory(
             str(checkpoint_memory_id(self.origin, number)),
@@ -146,9 +153,9 @@ def _compare(anchor: _Anchor, source: str) -> str:
                 "the chain cannot be compared with its anchor"
             )
         return "no events and no anchored checkpoints yet"
-    if not _matches(anchor.get(latest)[0], events, source):
+    if not _matches(anchor.held(latest), events, source):
         _raise_first_mismatch(anchor, events, latest, source)
-    signed = anchor.get(latest)[0]
+    signed = anchor.held(latest)
     return f"the chain matches the Memory API's latest checkpoint ({latest}, event #{signed.size})"
 
 
@@ -170,12 +177,12 @@ def _raise_first_mismatch(anchor: _Anchor, events, latest: int, source: str) -> 
     good, bad = 0, latest
     while bad - good > 1:
         middle = (good + bad) // 2
-        if _matches(anchor.get(middle)[0], events, source):
+        if _matches(anchor.held(middle), events, source):
             good = middle
         else:
             bad = middle
-    signed = anchor.get(bad)[0]
-    matched_to = anchor.get(good)[0].size if good else 0
+    signed = anchor.held(bad)
+    matched_to = anchor.held(good).size if good else 0
     last = events.order_by("-sequence").values_list("sequence", flat=True).first() or 0
     if last < signed.size:
         raise AnchorMismatch(

@@ -1,7 +1,7 @@
 """Reads for auditors: filtered event lists that stay fast on millions of rows."""
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Q
@@ -95,7 +95,7 @@ def since(range_key: str):
     return timezone.now() - delta if delta else None
 
 
-def audit_backlog() -> tuple[int, object]:
+def audit_backlog() -> tuple[int, datetime | None]:
     """(undelivered events, when the oldest of them happened): events not queued for delivery
     yet plus queued ones still pending. Reads a few rows and one partial index, never the table."""
     from audit.models import ChainHead, DeliveryCursor

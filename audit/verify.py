@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeGuard
 
 from audit import merkle
 from audit.chain import GENESIS_HASH, HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, event_hash
@@ -156,7 +156,8 @@ def witness_summary(
     notes: list[tuple[str, str]], witnesses: list[CosignatureVerifier], quorum: int
 ) -> str:
     """Which checkpoints (labelled, in order) `quorum` of `witnesses` cosigned, in one phrase."""
-    met, short = [], []
+    met: list[str] = []
+    short: list[str] = []
     for label, note in dict(notes).items():
         try:
             cosigned = len(cosignatures_by(note, witnesses))
@@ -185,10 +186,15 @@ def _verify_bundle(
     """A proof bundle (`export_audit --prove`): each event on its own. Its hash recomputes, its
     inclusion proof leads from that hash (leaf sequence - 1) to a root, and the root is that of a
     checkpoint signed by a trusted key, at the proof's tree size, for the bundle's origin."""
-    proven, keys, checkpoints = 0, {}, {}
+    proven = 0
+    keys: dict[str, None] = {}  # `name+keyid`, in the order first seen
+    checkpoints: dict[str, int] = {}  # note -> its size
     lines = _lines(file)
     _, raw = next(lines)
-    header = _loads(raw)
+    # _is_bundle read this line as the header: only one past MAX_LINE_BYTES reads here as None.
+    header = _loads(raw) if raw is not None else None
+    if not isinstance(header, dict):
+        raise Unverifiable("not a proof bundle: its first line is not the header")
     if header.get("version") != BUNDLE_VERSION:
         raise Unverifiable(f"proof bundle version {header.get('version')!r} is not supported")
     origin = origin or header.get("origin")
@@ -216,7 +222,11 @@ def _verify_bundle(
 
 
 def _bundle_proof_problem(
-    record: object, verifiers: list[Verifier], origin: str | None, keys: dict, checkpoints: dict
+    record: object,
+    verifiers: list[Verifier],
+    origin: str | None,
+    keys: dict[str, None],
+    checkpoints: dict[str, int],
 ) -> tuple[str | None, int | None]:
     if not isinstance(record, dict) or record.get("type") != PROOF_TYPE:
         return "not an event's proof", None
@@ -286,6 +296,12 @@ class _Entry:
     over_tree: bool = False
     note: str | None = None
 
+    @property
+    def placed_size(self) -> int:
+        """Its size, for an entry of _Run.entries: only one with a size is placed there."""
+        assert self.size is not None
+        return self.size
+
 
 @dataclass
 class _Run:
@@ -329,7 +345,7 @@ class _Run:
             raise Unverifiable("not a hyperbook audit export: the file is empty")
         if self.origin is None and isinstance(self.header.get("origin"), str):
             self.origin = self.header["origin"] or None
-        self.entries.sort(key=lambda entry: entry.size)
+        self.entries.sort(key=lambda entry: entry.placed_size)
 
     def _read_header(self, raw: bytes | None) -> None:
         try:
@@ -375,6 +391,7 @@ class _Run:
         """The line's other fields are conveniences; a reader may trust them, so they must agree
         with the note, its signatures and the header."""
         label, claimed = entry.label, entry.checkpoint
+        assert claimed is not None  # _open sets it before asking
         if record.get("sequence") != claimed.size:
             return (
                 f"{label}'s sequence field ({record.get('sequence')!r}) "
@@ -400,6 +417,7 @@ class _Run:
 
     def _head_problem(self, record: dict, entry: _Entry) -> str | None:
         label, claimed = entry.label, entry.checkpoint
+        assert claimed is not None  # _open sets it before asking
         if "head_proof" not in record:  # the rule before the tree: the root is the chain's head
             entry.head_hash = claimed.root_hash
             return None
@@ -431,6 +449,7 @@ class _Run:
                 origin=self.origin,
                 keys=tuple(self.keys),
             )
+        assert self.expected is not None  # _finish refuses an export without events
         last = self.expected - 1
         keys = ", ".join(self.keys)
         return VerifyReport(
@@ -461,6 +480,8 @@ class _Run:
             elif kind == CHECKPOINT_TYPE:
                 entry = self.unplaced.get(number)
                 if entry is not None:
+                    # An entry without a size is one _open could not read: it says why.
+                    assert entry.problem is not None
                     raise _Failed(self._here(), entry.problem)
             elif kind == EXPORT_TYPE:
                 raise _Failed(self._here(), f"line {number} is a second export header")
@@ -524,10 +545,13 @@ class _Run:
         """The first event: the checkpoints before it, then its anchor."""
         self.first = first
         anchors = []
-        while self.next_entry < len(self.entries) and self.entries[self.next_entry].size < first:
+        while (
+            self.next_entry < len(self.entries)
+            and self.entries[self.next_entry].placed_size < first
+        ):
             entry = self.entries[self.next_entry]
-            self._check_entry(entry, entry.size, None)
-            if entry.size == first - 1:
+            self._check_entry(entry, entry.placed_size, None)
+            if entry.placed_size == first - 1:
                 anchors.append(entry)
             self.next_entry += 1
         self._check_shape(first, event)
@@ -536,7 +560,7 @@ class _Run:
                 raise _Failed(1, "event #1 does not start the chain: its prev_hash is not genesis")
             return
         if not anchors:
-            below = [e.size for e in self.entries[: self.next_entry]]
+            below = [e.placed_size for e in self.entries[: self.next_entry]]
             missing = max(below, default=0) + 1
             raise _Failed(
                 missing,
@@ -549,6 +573,7 @@ class _Run:
 
     def _out_of_place(self, sequence: int, records: Iterator[tuple[int, dict]]) -> None:
         expected = self.expected
+        assert expected is not None  # asked only once an event set it
         if sequence < expected:
             raise _Failed(expected, f"event #{sequence} is out of order: #{expected} expected")
         try:
@@ -574,14 +599,19 @@ class _Run:
         if entry.problem:
             raise _Failed(at, entry.problem)
         previous, self.last_checked = self.last_checked, entry
-        if previous is not None and entry.number != previous.number + 1:
-            raise _Failed(
-                at,
-                f"{entry.label}'s number field ({entry.number}) is not {previous.label}'s + 1 "
-                "(a checkpoint line is missing, unreadable or misnumbered)",
-            )
-        if previous is not None and entry.created_at < previous.created_at - CLOCK_SKEW:
-            raise _Failed(at, f"{entry.label} claims to be created before {previous.label}")
+        # Entries that reach here (this one, the one before) were opened whole: _open set these.
+        assert entry.checkpoint is not None
+        assert entry.number is not None and entry.created_at is not None
+        if previous is not None:
+            assert previous.number is not None and previous.created_at is not None
+            if entry.number != previous.number + 1:
+                raise _Failed(
+                    at,
+                    f"{entry.label}'s number field ({entry.number}) is not {previous.label}'s + 1 "
+                    "(a checkpoint line is missing, unreadable or misnumbered)",
+                )
+            if entry.created_at < previous.created_at - CLOCK_SKEW:
+                raise _Failed(at, f"{entry.label} claims to be created before {previous.label}")
         if signed_event_at is not None and entry.created_at < signed_event_at - CLOCK_SKEW:
             raise _Failed(at, f"{entry.label} claims to be created before event #{at} it signs")
         checkpoint = entry.checkpoint
@@ -607,14 +637,14 @@ class _Run:
         last = self.expected - 1
         beyond = self.entries[self.next_entry :]
         for entry in beyond:
-            self._check_entry(entry, entry.size, None)
+            self._check_entry(entry, entry.placed_size, None)
         if beyond:
             raise _Failed(
                 last + 1,
                 f"the export is truncated: events from #{last + 1} on are missing "
                 f"({beyond[0].label} covers #{beyond[0].size})",
             )
-        covered = max((e.size for e in self.entries), default=0)
+        covered = max((e.placed_size for e in self.entries), default=0)
         if covered < last:
             held = "" if self.entries else " (the file holds no checkpoint: was it cut short?)"
             raise _Failed(
@@ -625,6 +655,8 @@ class _Run:
 
     def _check_header(self, last: int) -> None:
         """What the header says is what the file holds and its checkpoints sign."""
+        # An event and a checkpoint were checked before (_finish): they set these.
+        assert self.first is not None and self.origin is not None
         header = self.header
         claimed_last = header.get("last_sequence")
         if claimed_last != last:
@@ -735,7 +767,7 @@ def _claimed_size(record: dict) -> int | None:
     return sequence if _is_count(sequence) else None
 
 
-def _is_count(value: object) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 

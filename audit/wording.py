@@ -18,9 +18,8 @@ def reason_label(code: str) -> str:
 def chain_words(check) -> str:
     """What a chain check found, for a ChainVerification (or a ChainReport)."""
     if getattr(check, "ok", None):
-        checked = getattr(check, "events_checked", None)
-        if checked is None:
-            checked = getattr(check, "checked", 0)
+        events_checked = getattr(check, "events_checked", None)
+        checked = events_checked if events_checked is not None else getattr(check, "checked", 0)
         return ngettext(
             "이벤트 %(n)s건을 확인했고 체인이 온전합니다.",
             "이벤트 %(n)s건을 확인했고 체인이 온전합니다.",

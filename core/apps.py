@@ -18,6 +18,8 @@ class CoreConfig(AppConfig):
         from django.contrib import admin
         from django.utils.translation import gettext_lazy as _
 
+        from core import checks  # noqa: F401  (registers the system checks)
+
         # The admin is hyperbook's front door: its name, and a "view site" link that leads to the
         # audit overview (there is no other public site).
         admin.site.site_header = "hyperbook"

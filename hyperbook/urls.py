@@ -2,7 +2,6 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView
-from oauth2_provider.views import OAuthServerMetadataView
 from rest_framework.routers import DefaultRouter
 
 import kb.metrics  # noqa: F401  (their metrics are defined on import: listed at zero from the start)
@@ -16,6 +15,7 @@ from audit.api import (
 )
 from core.metrics import MetricsView
 from core.views import healthz
+from signin import views as signin_views
 from signin.urls import signin_patterns, toolkit_patterns
 
 router = DefaultRouter()
@@ -30,9 +30,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("oauth/", include((toolkit_patterns, "oauth2_provider"))),
     path("oauth/", include((signin_patterns, "signin"))),
+    # Where the MCP SDKs register a client when the metadata names no registration endpoint
+    # (dynamic registration off): the same view, so they show why and what to do instead.
+    path("register", signin_views.RegistrationView.as_view(), name="register"),
     path(
         ".well-known/oauth-authorization-server",
-        OAuthServerMetadataView.as_view(),
+        signin_views.ServerMetadataView.as_view(),
         name="oauth-authorization-server",
     ),
     path("api/audit-verifier-keys/", VerifierKeysView.as_view(), name="audit-verifier-keys"),

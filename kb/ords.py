@@ -20,7 +20,13 @@ from django.utils.translation import gettext as _
 
 from core.outbound import OutboundError, checked_service_url, post_json
 from kb.answers import answer_build
-from kb.assertions import DIRECT_ACTOR, MAX_LIFETIME_SECONDS, Asker, signing_keys
+from kb.assertions import (
+    DIRECT_ACTOR,
+    MAX_LIFETIME_SECONDS,
+    Asker,
+    ords_verifiable,
+    signing_keys,
+)
 from kb.catalogue import TOOL_NAME
 from kb.errors import KbError
 from kb.ords_identity import (
@@ -89,17 +95,21 @@ def ords_config() -> OrdsConfig:
         raise ImproperlyConfigured(
             f"KB_ASSERTION_LIFETIME_SECONDS must be from 1 to {MAX_LIFETIME_SECONDS} seconds"
         )
+    issuer = _assertion_issuer()
+    exchange = _token_exchange(timeout)
+    keys = signing_keys(
+        settings.KB_ASSERTION_SIGNING_KEY_FILE, settings.KB_ASSERTION_PREVIOUS_KEY_FILES
+    )
+    if exchange is None:  # ORDS verifies the assertion itself: RSA keys only
+        keys = ords_verifiable(keys)
     identity = OrdsIdentity(
-        issuer=_assertion_issuer(),
+        issuer=issuer,
         audience=settings.ORDS_AUDIENCE or _origin(url),
         resource=url,
         scope=TOOL_NAME,
         lifetime_seconds=lifetime,
-        keys=signing_keys(
-            settings.KB_ASSERTION_SIGNING_KEY_FILE,
-            settings.KB_ASSERTION_PREVIOUS_KEY_FILES,
-        ),
-        exchange=_token_exchange(timeout),
+        keys=keys,
+        exchange=exchange,
     )
     return OrdsConfig(url=url, timeout_seconds=timeout, identity=identity)
 

@@ -10,6 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext_noop
+from django.utils.translation.trans_real import parse_accept_lang_header
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from uuid_utils.compat import uuid7
 
@@ -17,6 +21,7 @@ from audit.models import AuditEvent
 from audit.services import prompt_fingerprint
 from core import tracing
 from core.redaction import redact_secrets
+from kb.policy import query_refusal
 from mcpserver import metrics
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
 from mcpserver.principals import Authentication, Principal, authenticate_token
@@ -243,14 +248,12 @@ class McpGate:
         retry_after = await self.rate_limits.delegation_retry_after(
             request.authenticated.delegation_id
         )
-        return (
-            _rate_limited(retry_after, Reason.RATE_LIMITED, request.cors) if retry_after else None
-        )
+        return _rate_limited(retry_after, Reason.RATE_LIMITED, request) if retry_after else None
 
     async def _stakeholder_permitted(self, request: "_Request") -> "Refusal | None":
         if request.authenticated.permitted:
             return None
-        return _forbidden(request, Reason.STAKEHOLDER_NOT_PERMITTED)
+        return _not_permitted(request)
 
     async def _json_content_type(self, request: "_Request") -> "Refusal | None":
         if _is_json(request.headers.get("content-type", "")):
@@ -331,7 +334,7 @@ class McpGate:
             request.record.client or "unknown"
         )
         if retry_after:
-            return _rate_limited(retry_after, Reason.AUTH_RATE_LIMITED, request.cors)
+            return _rate_limited(retry_after, Reason.AUTH_RATE_LIMITED, request)
         return _unauthorized(request, reason)
 
     def _origin_known(self, origin: str, host: str) -> bool:
@@ -397,41 +400,62 @@ ORIGIN_REFUSED = (
     "Origin not allowed: browsers may call this server only from its own origin or one in its "
     "MCP_ALLOWED_ORIGINS setting; if this page should reach it, its operator adds the origin there."
 )
+# 401s: what went wrong with the token (WWW-Authenticate's error_description), and what to do
+# (the JSON-RPC message). Both say the agent may sign in as its user: the authorization server is
+# the one the resource metadata names ({metadata} is its URL), and MCP clients follow it from the
+# 401 on their own; a pasted VPD token is the other way in.
 _AUTHENTICATION_ADVICE = {
     Reason.MISSING_TOKEN: (
-        "A bearer token is required",
-        "Authentication required: send the VPD delegation token issued to this agent as "
-        "'Authorization: Bearer <token>'. An operator issues one in hyperbook's admin.",
+        "A bearer token is required: sign in through the authorization server in {metadata}",
+        "Authentication required: sign in as your user through the authorization server that "
+        "this server's resource metadata names ({metadata}), or send the VPD delegation token "
+        "issued to this agent as 'Authorization: Bearer <token>'. An operator issues one in "
+        "hyperbook's admin.",
     ),
     Reason.MALFORMED_TOKEN: (
         "The Authorization header is not a bearer token",
         "The Authorization header is not a usable bearer token: send "
-        "'Authorization: Bearer <token>' with the token exactly as it was issued.",
+        "'Authorization: Bearer <token>' with the token exactly as it was issued, or sign in "
+        "through the authorization server that {metadata} names.",
     ),
     Reason.UNKNOWN_TOKEN: (
-        "The token is not known",
-        "The bearer token is not known to this server: check that it was copied in full, or ask "
-        "an operator for a new delegation token.",
+        "The token is not known: sign in again",
+        "The bearer token is not known to this server: sign in again through the authorization "
+        "server that {metadata} names, check that a pasted token was copied in full, or ask an "
+        "operator for a new delegation token.",
     ),
     Reason.EXPIRED_TOKEN: (
-        "The token has expired",
-        "The bearer token has expired: ask an operator to renew the delegation, and use the new "
-        "token.",
+        "The token has expired: sign in again",
+        "The bearer token has expired: sign in again through the authorization server that "
+        "{metadata} names, or ask an operator to renew the delegation and use the new token.",
     ),
     Reason.REVOKED_TOKEN: (
-        "The token was revoked",
-        "The bearer token was revoked: ask an operator for a new delegation token.",
+        "The token was revoked: sign in again",
+        "The bearer token was revoked: sign in again through the authorization server that "
+        "{metadata} names, or ask an operator for a new delegation token.",
     ),
     Reason.WRONG_AUDIENCE: (
-        "The token was issued for another resource",
-        "The bearer token was issued for another MCP server: use a token issued for this one.",
+        "The token was issued for another resource: sign in for this one",
+        "The bearer token was issued for another MCP server: sign in through the authorization "
+        "server that {metadata} names for a token for this one.",
     ),
 }
+# A suspended user: no token, scope or sign-in can help, only an operator. Korean first (the
+# JSON-RPC message follows the request's Accept-Language, else the server's language); the
+# challenge's error_description is always the English text (RFC 6750 §3 allows ASCII only).
+SUSPENDED = (
+    gettext_noop("정지된 사용자: 운영자에게 문의하세요"),
+    gettext_noop(
+        "정지된 사용자: 운영자에게 문의하세요. 운영자가 이 사용자를 다시 활성화하기 전에는 "
+        "지식베이스를 조회할 수 없으며, 다시 로그인하거나 권한을 더 요청해도 달라지지 않습니다."
+    ),
+)
 _FORBIDDEN_ADVICE = {
     Reason.STAKEHOLDER_NOT_PERMITTED: (
-        "This user may not query the knowledge base",
-        "Forbidden: the token is valid, but its user may not query the knowledge base (suspended, "
-        "or a role without access). An operator can check the user on hyperbook's access page.",
+        "This user may not query the knowledge base: ask an operator",
+        "Forbidden: the token is valid, but its user may not query the knowledge base (a role "
+        "without access, or a branch manager without a branch). An operator can check the user "
+        "on hyperbook's access page.",
     ),
     Reason.TOOL_NOT_DELEGATED: (
         "This tool is not delegated to the token",
@@ -458,13 +482,15 @@ def _unauthorized(request: "_Request", reason) -> Refusal:
     description, message = _AUTHENTICATION_ADVICE.get(
         reason, _AUTHENTICATION_ADVICE[Reason.UNKNOWN_TOKEN]
     )
-    sent = reason is not Reason.MISSING_TOKEN
     metadata_url = protected_resource_metadata_url(request.self_url)
+    description = description.format(metadata=metadata_url)
+    sent = reason is not Reason.MISSING_TOKEN
     challenge = f'Bearer realm="hyperbook", resource_metadata="{metadata_url}"'
     if sent:
+        # RFC 6750 §3.1: a request without credentials gets no error code in the challenge.
         challenge += f', error="invalid_token", error_description="{description}"'
     error = "invalid_token" if sent else "unauthorized"
-    body = rpc_error(UNAUTHORIZED, message, _request_id(request))
+    body = rpc_error(UNAUTHORIZED, message.format(metadata=metadata_url), _request_id(request))
     body["error"]["data"] = {"error": error, "error_description": description}
     return Refusal(
         401,
@@ -476,8 +502,8 @@ def _unauthorized(request: "_Request", reason) -> Refusal:
 
 
 def _forbidden(request: "_Request", reason, *, needed: str = "") -> Refusal:
-    """403. `needed` is the tool the call asked for and the grant lacks: RFC 6750's scope= names
-    it (our scopes are the tools' names), so a signing-in client can ask for it."""
+    """403 for a tool the grant lacks: `needed` is the tool the call asked for, and RFC 6750's
+    scope= names it (our scopes are the tools' names), so a signing-in client can ask for it."""
     description, message = _FORBIDDEN_ADVICE[reason]
     challenge = (
         f'Bearer realm="hyperbook", error="insufficient_scope", '
@@ -488,6 +514,31 @@ def _forbidden(request: "_Request", reason, *, needed: str = "") -> Refusal:
         challenge += f', scope="{needed}"'
     body = rpc_error(FORBIDDEN, message, _request_id(request))
     body["error"]["data"] = {"error": "insufficient_scope", "error_description": description}
+    return _forbidden_refusal(request, reason, challenge, body)
+
+
+def _not_permitted(request: "_Request") -> Refusal:
+    """403 for a user who may not query at all (suspended, or a role without access). Not
+    insufficient_scope: no scope would help, and clients that step up scopes on that error would
+    send the user through sign-in again for nothing. access_denied says it is the user's."""
+    asker = request.authenticated.asker
+    refusal = query_refusal(role=asker.role, status=asker.status, branch_id=asker.branch_id)
+    if refusal is not None and refusal.reason == "suspended":
+        description = _english(SUSPENDED[0])
+        with translation.override(_language(request.headers)):
+            message = translation.gettext(SUSPENDED[1])
+    else:
+        description, message = _FORBIDDEN_ADVICE[Reason.STAKEHOLDER_NOT_PERMITTED]
+    challenge = (
+        f'Bearer realm="hyperbook", error="access_denied", error_description="{description}", '
+        f'resource_metadata="{protected_resource_metadata_url(request.self_url)}"'
+    )
+    body = rpc_error(FORBIDDEN, message, _request_id(request))
+    body["error"]["data"] = {"error": "access_denied", "error_description": description}
+    return _forbidden_refusal(request, Reason.STAKEHOLDER_NOT_PERMITTED, challenge, body)
+
+
+def _forbidden_refusal(request: "_Request", reason, challenge: str, body: dict) -> Refusal:
     return Refusal(
         403,
         Outcome.FORBIDDEN,
@@ -497,14 +548,45 @@ def _forbidden(request: "_Request", reason, *, needed: str = "") -> Refusal:
     )
 
 
-def _rate_limited(retry_after: int, reason, cors) -> Refusal:
+def _rate_limited(retry_after: int, reason, request: "_Request") -> Refusal:
+    """429 with how long to wait, in Retry-After (seconds) and in the message the client shows."""
+    if reason is Reason.AUTH_RATE_LIMITED:
+        message = (
+            f"Too many failed authentications from this address: wait {retry_after} seconds "
+            "(Retry-After) before trying again, with a valid token or after signing in."
+        )
+    else:
+        message = (
+            f"Too many requests for this delegation: wait {retry_after} seconds (Retry-After) "
+            "before sending the next one."
+        )
+    body = rpc_error(RATE_LIMITED, message, _request_id(request))
+    body["error"]["data"] = {"retry_after": retry_after}
     return Refusal(
         429,
         Outcome.RATE_LIMITED,
         reason,
-        ((b"retry-after", str(retry_after).encode()), *cors),
-        rpc_error(RATE_LIMITED, "Too many requests; try again later"),
+        ((b"retry-after", str(retry_after).encode()), *request.cors),
+        body,
     )
+
+
+def _language(headers: dict[str, str]) -> str:
+    """The first language of the request's Accept-Language that hyperbook speaks, else the
+    server's. (LocaleMiddleware's rule; the gate runs before Django's middleware.)"""
+    for code, _quality in parse_accept_lang_header(headers.get("accept-language", "")[:255]):
+        if code == "*":
+            break
+        try:
+            return translation.get_supported_language_variant(code)
+        except LookupError:
+            continue
+    return settings.LANGUAGE_CODE
+
+
+def _english(message: str) -> str:
+    with translation.override("en"):
+        return translation.gettext(message)
 
 
 def parse_message(body: bytes) -> tuple[dict | None, str]:

@@ -168,16 +168,20 @@ def delegation_grant(
     expires_at: datetime,
     tools: list[str],
     granted_by,
+    source: str = TokenDelegation.Source.SIGNED_IN,
+    approved_by_idp: str = "",
 ) -> TokenDelegation:
-    """A user's approval of an agent's sign-in (signin.grants decides who may approve). It has no
-    usable token until the code exchange binds the first access token to it (below)."""
+    """A user's approval of an agent's sign-in (signin.grants decides who may approve), or an
+    enterprise IdP's for that user (source "enterprise", SEP-990: `approved_by_idp` is its issuer,
+    and the event's actor is the system, since the user approved nothing here). It has no usable
+    token until the token endpoint binds the first access token to it (below)."""
     tools = _checked_delegation_terms(tools=tools, expires_at=expires_at)
     with transaction.atomic():
         delegation = TokenDelegation.objects.create(
             # The fingerprint of a token nobody ever sees: nothing answers to it.
             fingerprint=token_fingerprint(generate_token()),
             display_prefix="",
-            source=TokenDelegation.Source.SIGNED_IN,
+            source=source,
             stakeholder=stakeholder,
             agent_name=(client_name or client_id)[:128],
             tools=tools,
@@ -186,12 +190,15 @@ def delegation_grant(
             created_by=granted_by,
             oauth_client_id=client_id[:255],
         )
+        after = {**_delegation_snapshot(delegation), "client_id": delegation.oauth_client_id}
+        if approved_by_idp:
+            after |= {"idp": approved_by_idp, "user": granted_by.get_username()}
         audit_change(
             action=AuditEvent.Action.DELEGATION_GRANTED,
-            actor=granted_by,
+            actor=None if approved_by_idp else granted_by,
             target=f"delegation:{delegation.pk}",
             before=None,
-            after={**_delegation_snapshot(delegation), "client_id": delegation.oauth_client_id},
+            after=after,
         )
     return delegation
 

@@ -161,6 +161,7 @@ class TokenDelegation(models.Model):
         ISSUED = "issued", _("hyperbook에서 발급")
         REGISTERED = "registered", _("외부 발급 토큰 등록")
         SIGNED_IN = "signed_in", _("에이전트 로그인 (OAuth)")
+        ENTERPRISE = "enterprise", _("엔터프라이즈 IdP 승인 (SEP-990)")
 
     fingerprint = models.CharField(_("토큰 지문 (HMAC-SHA256)"), max_length=64, unique=True)
     display_prefix = models.CharField(_("표시용 접두어"), max_length=16, blank=True)

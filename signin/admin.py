@@ -2,7 +2,7 @@
 clients registered in advance. Every change is an audit event."""
 
 from django.contrib import admin
-from django.db import transaction
+from django.db import models, transaction
 from oauth2_provider.models import (
     get_access_token_model,
     get_application_model,
@@ -13,7 +13,7 @@ from oauth2_provider.models import (
 
 from audit.models import AuditEvent
 from audit.services import audit_change
-from signin.models import StakeholderLogin
+from signin.models import EnterpriseIdp, StakeholderLogin
 
 Application = get_application_model()
 
@@ -109,3 +109,33 @@ class OAuthClientAdmin(_Audited, admin.ModelAdmin):
     @staticmethod
     def target(obj) -> str:
         return f"oauth_client:{obj.pk}"
+
+
+@admin.register(EnterpriseIdp)
+class EnterpriseIdpAdmin(_Audited, admin.ModelAdmin):
+    """Enterprise IdPs whose ID-JAGs the token endpoint accepts (SEP-990), and what each may grant:
+    which clients, which tools. Its users act as the stakeholders their logins are linked to."""
+
+    action = AuditEvent.Action.ENTERPRISE_IDP_CHANGED
+    list_display = ("name", "issuer", "enabled", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("name", "issuer")
+    # A JWKS URL is https (EnterpriseIdp.clean); a bare host typed here is taken as such.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def snapshot(self, obj) -> dict:
+        # Public keys and names only: nothing here is a secret.
+        return {
+            "name": obj.name,
+            "issuer": obj.issuer,
+            "jwks_url": obj.jwks_url,
+            "jwks_kids": [key.get("kid") for key in (obj.jwks or {}).get("keys", [])],
+            "client_ids": obj.client_ids,
+            "tools": obj.tools,
+            "subject_claim": obj.subject_claim,
+            "enabled": obj.enabled,
+        }
+
+    @staticmethod
+    def target(obj) -> str:
+        return f"enterprise_idp:{obj.pk}"

@@ -2,7 +2,7 @@ from datetime import datetime, time, timedelta
 
 from django import forms
 from django.conf import settings
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.settings import oauth2_settings
@@ -20,8 +20,13 @@ class ConsentForm(AllowForm):
     tools = forms.MultipleChoiceField(
         label=_("허용할 도구"), required=False, widget=forms.CheckboxSelectMultiple
     )
+    # Written and read in the page's language (Django's formats), not with the browser's date
+    # picker, which shows its own locale's order (a US browser's month/day/year on a Korean page).
     expires_on = forms.DateField(
-        label=_("만료일"), required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=_("만료일"),
+        required=False,
+        localize=True,
+        widget=forms.DateInput(attrs={"autocomplete": "off", "size": 12}),
     )
 
     def __init__(self, *args, **kwargs):
@@ -29,8 +34,8 @@ class ConsentForm(AllowForm):
         self.fields["tools"].choices = [(name, name) for name in grantable_tools()]
         today = timezone.localdate()
         latest = today + timedelta(days=settings.DELEGATION_MAX_LIFETIME_DAYS)
-        self.fields["expires_on"].widget.attrs.update(
-            {"min": (today + timedelta(days=1)).isoformat(), "max": latest.isoformat()}
+        self.fields["expires_on"].widget.attrs["placeholder"] = formats.localize_input(
+            latest, formats.get_format("DATE_INPUT_FORMATS")[0]
         )
         self.latest_day = latest
 
@@ -46,7 +51,8 @@ class ConsentForm(AllowForm):
         elif day <= timezone.localdate() or day > self.latest_day:
             self.add_error(
                 "expires_on",
-                _("만료일은 내일부터 %(latest)s 사이여야 합니다.") % {"latest": self.latest_day},
+                _("만료일은 내일부터 %(latest)s 사이여야 합니다.")
+                % {"latest": formats.date_format(self.latest_day)},
             )
         return cleaned
 

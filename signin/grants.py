@@ -1,16 +1,21 @@
 """Signing an agent in, as rules: who may grant, what a grant is (a TokenDelegation, under the
 same rules as an issued one), how its access token is bound and renewed, and how it ends."""
 
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
+from audit.models import AuditEvent
+from audit.services import audit_record
 from kb.models import Stakeholder
 from kb.policy import query_refusal
 from registry.delegations import DelegationError, delegation_grant, delegation_revoke
@@ -100,10 +105,15 @@ def _revoke_family(family: uuid.UUID) -> None:
     refresh_tokens.filter(revoked__isnull=True).update(revoked=now)
 
 
+# The delegations the token endpoint makes: a user's consent, or an enterprise IdP's ID-JAG for
+# that user (SEP-990). Both are the user's grants: listed on their page, revocable there.
+GRANT_SOURCES = (TokenDelegation.Source.SIGNED_IN, TokenDelegation.Source.ENTERPRISE)
+
+
 def grants_visible_to(user):
     """The grants a user's page lists: their own; everyone's for those who may see every
     delegation (auditors, mcp_admins)."""
-    grants = TokenDelegation.objects.filter(source=TokenDelegation.Source.SIGNED_IN).select_related(
+    grants = TokenDelegation.objects.filter(source__in=GRANT_SOURCES).select_related(
         "stakeholder", "created_by"
     )
     if user.has_perm("registry.view_tokendelegation"):
@@ -114,3 +124,81 @@ def grants_visible_to(user):
 def grant_revocable_by(user, delegation: TokenDelegation) -> bool:
     """Their own grant, or any for those who may change delegations (mcp_admins)."""
     return delegation.created_by_id == user.pk or user.has_perm("registry.change_tokendelegation")
+
+
+# --- refusals at the token endpoint -------------------------------------------------------------
+
+# A refresh token presented again within this many seconds of its rotation is taken for the same
+# agent's concurrent refresh (two workers sharing its tokens, a retry after a timeout): refused,
+# and the grant stays. Later, it is reuse (RFC 9700 §4.14.2): one of its holders is not the agent,
+# and the whole grant ends. A code has no such allowance: a client exchanges it once.
+REFRESH_RACE_SECONDS = 10
+
+
+class TokenRefusal(StrEnum):
+    """Why the token endpoint refused, as its audit event's detail says."""
+
+    UNSUPPORTED_GRANT = "unsupported_grant_type"  # a grant hyperbook does not offer
+    CODE_REPLAYED = "code_replayed"  # a code presented again: what it produced is revoked
+    CODE_FAILED = "code_failed"  # a found code failed its checks (PKCE, redirect URI): burnt
+    REFRESH_REUSED = "refresh_token_reused"  # a rotated refresh token: the grant ends
+    REFRESH_RACED = "refresh_token_raced"  # lost a concurrent refresh: refused, grant stays
+    ASSERTION_INVALID = "assertion_invalid"  # an ID-JAG not (yet) verified: anyone can send one
+    ASSERTION_REFUSED = "assertion_refused"  # a verified ID-JAG refused (claims, replay, mapping)
+
+
+# Refusals anyone can cause without holding anything (an unsupported grant) are recorded one by
+# one up to AUDIT_REFUSALS_PER_ADDRESS per address and window, as /mcp's are; then one event says
+# the budget was reached, and the rest of the window is not recorded. The others each concern a
+# grant, and are always recorded.
+_BUDGETED = {TokenRefusal.UNSUPPORTED_GRANT, TokenRefusal.ASSERTION_INVALID}
+
+
+def _text(value, limit: int = 128) -> str:
+    """What a client sent, fit for a column: no NUL, no lone surrogate, cut to `limit`."""
+    text = str(value or "")[:limit].replace("\x00", "\\x00")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _within_budget(address: str) -> tuple[bool, bool]:
+    """(record this one, it is the first past the budget)."""
+    window = settings.AUDIT_REFUSAL_WINDOW_SECONDS
+    key = f"signin:token-refusals:{address}:{int(time.time() // window)}"
+    cache.add(key, 0, timeout=window * 2)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        count = 1
+    limit = settings.AUDIT_REFUSALS_PER_ADDRESS
+    return count <= limit + 1, count == limit + 1
+
+
+def token_refusal_record(request, refusal: TokenRefusal, delegation=None, reason: str = "") -> None:
+    """An audit event for a refused token request (`request` is oauthlib's: its headers are the
+    Django request's META). Names the client, the grant type and the grant, never a secret;
+    `reason` (what the client was told) follows the refusal in the detail."""
+    headers = getattr(request, "headers", None) or {}
+    address = _text(headers.get("REMOTE_ADDR", ""), 64)
+    detail = f"{refusal}: {_text(reason, 256)}" if reason else str(refusal)
+    if refusal in _BUDGETED:
+        record, first_past = _within_budget(address or "unknown")
+        if not record:
+            return
+        if first_past:
+            detail = f"{refusal}: budget reached, rest of window not recorded"
+    audit_record(
+        action=AuditEvent.Action.OAUTH_TOKEN_REFUSED,
+        outcome=AuditEvent.Outcome.FORBIDDEN,
+        http_status=400,
+        client_address=address,
+        user_agent=_text(headers.get("HTTP_USER_AGENT", ""), 256),
+        stakeholder_id=delegation.stakeholder_id if delegation is not None else "",
+        delegation_id=delegation.pk if delegation is not None else None,
+        actor="system",
+        target=f"delegation:{delegation.pk}" if delegation is not None else "",
+        changes={
+            "grant_type": _text(getattr(request, "grant_type", "")),
+            "client_id": _text(getattr(request, "client_id", "")),
+        },
+        detail=detail,
+    )

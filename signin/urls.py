@@ -10,8 +10,9 @@ toolkit_patterns = [
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
     path("token/", views.TokenView.as_view(), name="token"),
     path("revoke_token/", toolkit.RevokeTokenView.as_view(), name="revoke-token"),
-    # Answers 404 unless OAUTH_DCR_ENABLED (the toolkit's DCR_ENABLED) is on.
-    path("register/", toolkit.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+    # While OAUTH_DCR_ENABLED (the toolkit's DCR_ENABLED) is off, a JSON error saying how to
+    # get a client registered in advance; the MCP SDKs' fallback path /register answers alike.
+    path("register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "register/<str:client_id>/",
         toolkit.DynamicClientRegistrationManagementView.as_view(),

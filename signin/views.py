@@ -1,26 +1,33 @@
 """The sign-in pages: login, consent (the toolkit's authorization endpoint, with hyperbook's
 rules), and the user's own list of agents."""
 
+import json
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
-from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 from oauth2_provider import views as toolkit
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
 from registry.delegations import DelegationError
+from signin.clients import REGISTRATION_CLOSED, requesting_agent
 from signin.forms import ConsentForm, grantable_tools
 from signin.grants import (
     GrantTerms,
@@ -32,16 +39,27 @@ from signin.grants import (
     stakeholder_of,
 )
 from signin.resources import issuer_for, resource_url_for
+from signin.server import (
+    ID_JAG_GRANT_PROFILE,
+    JWT_BEARER_GRANT,
+    TokenBackend,
+    offered_grants,
+    pkce_value_valid,
+    redirect_uri_registered,
+)
 
 
 class SigninLoginView(LoginView):
-    """Django's login, in the admin's look (and under its CSP and session rules)."""
+    """Django's login, in the admin's look (and under its CSP and session rules). When it is a
+    step of an agent's sign-in, it names the agent that asks, so the user knows what the password
+    is for. (Django's LoginView already answers with Cache-Control: no-store.)"""
 
-    template_name = "admin/login.html"
+    template_name = "signin/login.html"
 
     def get_context_data(self, **kwargs):
         return {
             **super().get_context_data(**kwargs),
+            "agent": requesting_agent(self.get_redirect_url()),
             "app_path": self.request.get_full_path(),
             "site_header": "hyperbook",
             "site_title": "hyperbook",
@@ -56,10 +74,13 @@ def _with_iss(uri: str, issuer: str) -> str:
     return urlunsplit(parts._replace(query=urlencode([*query, ("iss", issuer)])))
 
 
+@method_decorator(never_cache, name="dispatch")
 class ConsentView(AuthorizationView):
     """The authorization endpoint. Before the page: the request must name /mcp as its resource
     (RFC 8707) and use PKCE with S256. On the page: which agent, as whom, which tools, until
-    when. Approving creates the delegation the code will carry."""
+    when. Approving creates the delegation the code will carry. Nothing of it is cached (no-store):
+    the page carries the request's state and a CSRF token, and a shared or back-button copy must
+    never approve for someone else."""
 
     template_name = "signin/consent.html"
     form_class = ConsentForm
@@ -71,6 +92,14 @@ class ConsentView(AuthorizationView):
             raise OAuthToolkitError(
                 error=InvalidRequestError(
                     description="PKCE with code_challenge_method=S256 is required", state=state
+                ),
+                redirect_uri=redirect_uri,
+            )
+        if not pkce_value_valid(credentials.get("code_challenge")):
+            raise OAuthToolkitError(
+                error=InvalidRequestError(
+                    description="code_challenge must be 43-128 characters of [A-Za-z0-9-._~]",
+                    state=state,
                 ),
                 redirect_uri=redirect_uri,
             )
@@ -145,7 +174,7 @@ class ConsentView(AuthorizationView):
         if (
             application is not None
             and redirect_uri
-            and application.redirect_uri_allowed(redirect_uri)
+            and redirect_uri_registered(redirect_uri, application)
         ):
             parts = urlsplit(redirect_uri)
             response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}
@@ -153,7 +182,12 @@ class ConsentView(AuthorizationView):
 
     def form_invalid(self, form):
         # The toolkit's view keeps the request's details on the form's hidden fields.
-        return self.render_to_response(self.get_context_data(form=form), status=400)
+        context = self.get_context_data(form=form)
+        if context.get("application") is None:
+            # A post naming no known client (our page always names one): there is no consent
+            # to show again and nowhere to redirect; a plain 400.
+            raise BadRequest("unknown client")
+        return self.render_to_response(context, status=400)
 
     def create_authorization_response(self, request, scopes, credentials, allow):
         if allow:
@@ -163,15 +197,57 @@ class ConsentView(AuthorizationView):
 
 class TokenView(toolkit.TokenView):
     """The toolkit's token endpoint, without its look-up of the new token by its plain SHA-256
-    (this server keeps fingerprints, and nothing here listens for that signal)."""
+    (this server keeps fingerprints, and nothing here listens for that signal), and without its
+    device-flow branch: every request goes to signin.server.TokenServer, which answers the grants
+    hyperbook offers and refuses the rest before reading anything else."""
 
-    @method_decorator(sensitive_post_parameters("code", "code_verifier", "refresh_token"))
+    oauthlib_backend_class = TokenBackend
+
+    def post(self, request, *args, **kwargs):
+        return self.authorization_flow_token_response(request)
+
+    @method_decorator(
+        sensitive_post_parameters(
+            "code", "code_verifier", "refresh_token", "assertion", "client_secret"
+        )
+    )
     def authorization_flow_token_response(self, request, *args, **kwargs):
         _url, headers, body, status = self.create_token_response(request)
         response = HttpResponse(content=body, status=status, content_type="application/json")
         for name, value in headers.items():
             response[name] = value
         return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RegistrationView(toolkit.DynamicClientRegistrationView):
+    """RFC 7591 registration, at /oauth/register/ and at /register (where the MCP SDKs post when
+    the metadata names no registration endpoint). While OAUTH_DCR_ENABLED is off, a JSON error
+    that says how to get a client instead, not a bare 404 the SDK can only report as such."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if not oauth2_settings.DCR_ENABLED:
+            response = JsonResponse(REGISTRATION_CLOSED, status=400)
+            response["Cache-Control"] = "no-store"
+            return response
+        return super().dispatch(request, *args, **kwargs)
+
+
+def _safe_next(request) -> str:
+    """The page the user came from, when the link said so (?next=, or the revoke form's next):
+    one of our own pages only, never a redirect elsewhere."""
+    next_url = request.GET.get("next") or request.POST.get("next") or ""
+    if next_url and url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return next_url
+    return ""
+
+
+def _back_url(request) -> str:
+    """Where the agents page leads back to: where the user came from, else the admin's index for
+    those who use the admin; "" for neither."""
+    return _safe_next(request) or (reverse("admin:index") if request.user.is_staff else "")
 
 
 @login_required
@@ -194,6 +270,8 @@ def my_agents(request):
         "signin/my_agents.html",
         {
             "rows": rows,
+            "back_url": _back_url(request),
+            "next": _safe_next(request),
             "stakeholder": stakeholder_of(request.user),
             "site_header": "hyperbook",
             "title": _("내 에이전트 연결"),
@@ -213,4 +291,21 @@ def my_agent_revoke(request, pk: int):
         revoked_by=request.user,
     ):
         messages.success(request, _("%(agent)s 연결을 해제했습니다.") % {"agent": grant.agent_name})
+    back = _safe_next(request)
+    if back:  # the list's way back stays after a revoke
+        return redirect(f"{reverse('signin:my-agents')}?{urlencode({'next': back})}")
     return redirect("signin:my-agents")
+
+
+class ServerMetadataView(toolkit.OAuthServerMetadataView):
+    """RFC 8414 metadata, advertising exactly the grants the token endpoint answers."""
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        metadata = json.loads(response.content)
+        metadata["grant_types_supported"] = offered_grants()
+        if JWT_BEARER_GRANT in metadata["grant_types_supported"]:
+            # SEP-990: the jwt-bearer grant here takes ID-JAGs, which is said as a grant profile.
+            metadata["authorization_grant_profiles_supported"] = [ID_JAG_GRANT_PROFILE]
+        response.content = json.dumps(metadata)
+        return response

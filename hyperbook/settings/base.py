@@ -240,6 +240,8 @@ OAUTH_CIMD_TIMEOUT_SECONDS = env_int("OAUTH_CIMD_TIMEOUT_SECONDS", 5)
 OAUTH_CIMD_MAX_BYTES = env_int("OAUTH_CIMD_MAX_BYTES", 16384)
 OAUTH_DCR_ENABLED = env_bool("OAUTH_DCR_ENABLED", False)  # RFC 7591 dynamic registration
 OAUTH2_PROVIDER = {
+    # Only the grants signin.server.ACCEPTED_GRANTS lists are answered (and advertised).
+    "OAUTH2_SERVER_CLASS": "signin.server.TokenServer",
     "OAUTH2_VALIDATOR_CLASS": "signin.validator.DelegationValidator",
     "ACCESS_TOKEN_GENERATOR": "signin.tokens.new_access_token",
     "REFRESH_TOKEN_GENERATOR": "signin.tokens.new_refresh_token",
@@ -256,7 +258,6 @@ OAUTH2_PROVIDER = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
         "none",
         "client_secret_basic",
@@ -361,10 +362,13 @@ ORDS_SELECT_AI_URL = env_str("ORDS_SELECT_AI_URL")
 ORDS_SELECT_AI_TIMEOUT_SECONDS = env_int("ORDS_SELECT_AI_TIMEOUT_SECONDS", 60)
 # Who asks, as ORDS learns it: per request, a short-lived JWT access token (RFC 9068) that
 # hyperbook signs for the user (kb/assertions.py), verified by ORDS against /.well-known/jwks.json.
-# The key is an Ed25519 or P-256 private key in PEM (generated into var/ locally, required in
-# production); an earlier key's file stays in KB_ASSERTION_PREVIOUS_KEY_FILES (comma-separated)
-# while its last assertions may still be in flight. iss: KB_ASSERTION_ISSUER, else the origin of
-# MCP_RESOURCE_URL; aud: ORDS_AUDIENCE, else the origin of ORDS_SELECT_AI_URL.
+# The key is an RSA private key of 2048 to 4096 bits in PEM, signing RS256: ORDS' JWT profiles
+# verify RS256/RS384/RS512 only, so start-up refuses any other key (generated into var/ locally,
+# 3072 bits; required in production). An Ed25519 (EdDSA) or P-256 (ES256) key is allowed only with
+# ORDS_TOKEN_EXCHANGE_URL, because the assertion then goes to that STS, never to ORDS; the STS must
+# accept the algorithm. An earlier key's file stays in KB_ASSERTION_PREVIOUS_KEY_FILES
+# (comma-separated) while its last assertions may still be in flight. iss: KB_ASSERTION_ISSUER,
+# else the origin of MCP_RESOURCE_URL; aud: ORDS_AUDIENCE, else the origin of ORDS_SELECT_AI_URL.
 KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE")
 KB_ASSERTION_PREVIOUS_KEY_FILES = env_list("KB_ASSERTION_PREVIOUS_KEY_FILES")
 KB_ASSERTION_ISSUER = env_str("KB_ASSERTION_ISSUER")

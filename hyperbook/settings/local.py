@@ -19,8 +19,10 @@ TOKEN_FINGERPRINT_KEY = local_secret("TOKEN_FINGERPRINT_KEY", VAR_DIR)
 AUDIT_SIGNING_KEY = local_secret(
     "AUDIT_SIGNING_KEY", VAR_DIR, lambda: Signer.generate(AUDIT_ORIGIN).text()
 )
+# RSA, as ORDS verifies; a new name, so that the Ed25519 key older versions left in var/ (which
+# ORDS would refuse) is not picked up.
 KB_ASSERTION_SIGNING_KEY_FILE = KB_ASSERTION_SIGNING_KEY_FILE or str(
-    signing_key_file_generated(VAR_DIR / "kb_assertion_signing_key.pem")
+    signing_key_file_generated(VAR_DIR / "kb_assertion_rsa_key.pem")
 )
 
 # The demo's console and kb_ask talk to the hyperbook that bin/serve recorded as running, unless

@@ -13,7 +13,8 @@ AUDIT_ORIGIN = env_str("AUDIT_ORIGIN")
 if not AUDIT_ORIGIN:
     raise ImproperlyConfigured("AUDIT_ORIGIN must be set in production (e.g. kb.example.com/audit)")
 
-# The key that signs ORDS assertions (an Ed25519 or P-256 private key in PEM, mode 0600).
+# The key that signs ORDS assertions: an RSA private key of 2048 to 4096 bits in PEM, mode 0600
+# (Ed25519 or P-256 only with ORDS_TOKEN_EXCHANGE_URL; see base.py).
 KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE")
 if not KB_ASSERTION_SIGNING_KEY_FILE:
     raise ImproperlyConfigured(

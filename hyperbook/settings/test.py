@@ -25,8 +25,9 @@ AUDIT_SIGNING_KEY = (
     "PRIVATE+KEY+test.hyperbook.invalid/audit+35d94097+AV0e0xmUH77Ifg1BQLxwlcNRWts+FCF/uzV6EHcfIzF6"
 )
 # One ORDS assertion key per machine's test runs, so that every process of a run signs alike.
+# RSA, as ORDS verifies; a new name, so that an older run's Ed25519 key in var/ is not picked up.
 KB_ASSERTION_SIGNING_KEY_FILE = env_str("KB_ASSERTION_SIGNING_KEY_FILE") or str(
-    signing_key_file_generated(VAR_DIR / "test_kb_assertion_signing_key.pem")
+    signing_key_file_generated(VAR_DIR / "test_kb_assertion_rsa_key.pem")
 )
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LANGUAGE_CODE = "ko"

@@ -135,9 +135,9 @@ def test_local_settings_generate_owner_only_secrets_once(tmp_path):
     signer_file = tmp_path / "audit_signing_key"
     assert stat.S_IMODE(signer_file.stat().st_mode) == 0o600
     assert Signer.from_text(signer_file.read_text()).name == "hyperbook.local/audit"
-    assertion_key = tmp_path / "kb_assertion_signing_key.pem"
+    assertion_key = tmp_path / "kb_assertion_rsa_key.pem"
     assert stat.S_IMODE(assertion_key.stat().st_mode) == 0o600
-    assert key_from_file(str(assertion_key), setting="x").algorithm == "EdDSA"
+    assert key_from_file(str(assertion_key), setting="x").algorithm == "RS256"  # what ORDS takes
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,9 @@
 """An ORDS and an STS stand-in on loopback that verify hyperbook's assertions as ORDS' JWT profile
-would: the JWKS fetched over HTTP, then signature, typ, iss, aud, exp and replayed jti checked.
+does (ORDS_SECURITY.CREATE_JWT_PROFILE; docs/ords-adapter.md): alg RS256, RS384 or RS512 only, the
+key found by kid in the JWKS fetched over HTTP from the profile's JWKS URL and an RSA key of 2048 to
+4096 bits, then the signature, iss and aud equal to the profile's, and exp and iat within its
+allowed skew and age. Beyond ORDS' own checks they hold hyperbook to typ at+jwt and a jti never
+seen before. The STS stand-in takes EdDSA and ES256 as well, as an STS may.
 
 Both record every header and body they receive; ORDS answers in the reply shape kb/ords.py
 assumes, with the rows of the asserted sub.
@@ -17,6 +21,7 @@ from urllib.parse import parse_qs
 
 import httpx
 import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kb.catalogue import TOOL_NAME
 from tests.kb.test_selectai_provider import LoopbackServer, Recorded, Reply, json_reply
@@ -28,6 +33,10 @@ STS_CLIENT_SECRET = "sts-client-secret-0123456789"  # noqa: S105  (the stand-in'
 EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 ACCESS_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+# What an ORDS JWT profile verifies, and what the STS stand-in takes besides.
+ORDS_ALGORITHMS = ("RS256", "RS384", "RS512")
+STS_ALGORITHMS = (*ORDS_ALGORITHMS, "EdDSA", "ES256")
+RSA_BITS = range(2048, 4096 + 1)
 
 
 class Refused(Exception):
@@ -38,11 +47,15 @@ class Refused(Exception):
 
 @dataclass
 class AssertionVerifier:
-    """ORDS' side of the JWT profile: issuer, audience and the JWKS URL it was registered with."""
+    """ORDS' side of the JWT profile: what CREATE_JWT_PROFILE registered (issuer, audience, JWKS
+    URL, allowed skew and age) and the algorithms ORDS verifies."""
 
     jwks_url: str = ""
     issuer: str = ISSUER
     audience: str = AUDIENCE
+    allowed_skew: int = 5  # p_allowed_skew: seconds of clock difference tolerated on exp and iat
+    allowed_age: int = 60  # p_allowed_age: the oldest iat taken, whatever exp says
+    algorithms: tuple[str, ...] = ORDS_ALGORITHMS
     clock_offset: float = 0.0  # seconds this verifier's clock runs ahead of hyperbook's
     keys: dict[str, jwt.PyJWK] = field(default_factory=dict)
     seen_jti: set[str] = field(default_factory=set)
@@ -57,21 +70,30 @@ class AssertionVerifier:
             raise Refused("malformed") from None
         if header.get("typ") != "at+jwt":
             raise Refused("typ")
+        algorithm = header.get("alg")
+        # Before any key is looked at: neither "none" nor an HMAC keyed with a public key.
+        if algorithm not in self.algorithms:
+            raise Refused("alg")
         key = self._key(header.get("kid"))
         if key is None:
             raise Refused("unknown_kid")
-        if header.get("alg") != key.algorithm_name:
+        if algorithm != key.algorithm_name:  # the JWK's alg (RS256 when it names none) binds
             raise Refused("alg")
+        if isinstance(key.key, rsa.RSAPublicKey) and key.key.key_size not in RSA_BITS:
+            raise Refused("key_size")
         try:
             claims = jwt.decode(
                 token,
                 key.key,
-                algorithms=[key.algorithm_name],
+                algorithms=[algorithm],
                 audience=self.audience,
                 issuer=self.issuer,
                 options={
                     "require": ["iss", "aud", "sub", "exp", "iat", "jti"],
-                    "verify_exp": False,  # checked below on this verifier's own clock
+                    # Checked below on this verifier's own clock, with the profile's skew and age.
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
                 },
             )
         except jwt.InvalidAudienceError:
@@ -82,10 +104,13 @@ class AssertionVerifier:
             raise Refused("signature") from None
         except jwt.InvalidTokenError as exc:
             raise Refused(f"invalid:{type(exc).__name__}") from None
-        if claims["exp"] <= time.time() + self.clock_offset:
+        now = time.time() + self.clock_offset
+        if claims["exp"] + self.allowed_skew <= now:
             raise Refused("expired")
-        if claims["exp"] - claims["iat"] > 60:
-            raise Refused("lifetime")
+        if claims["iat"] - self.allowed_skew > now:
+            raise Refused("issued_in_future")
+        if now - claims["iat"] > self.allowed_age + self.allowed_skew:
+            raise Refused("too_old")
         with self.lock:
             if claims["jti"] in self.seen_jti:
                 raise Refused("replayed")

@@ -5,19 +5,28 @@ import json
 import stat
 import time
 import types
+import uuid
+import warnings
 from contextlib import ExitStack
 
 import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from django.core.exceptions import ImproperlyConfigured
+from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from kb import ords_identity
 from kb.answering import answer_question, warm_up
 from kb.answers import ANSWER_JSON_SCHEMA
-from kb.assertions import key_from_file, signing_key_file_generated, signing_keys
+from kb.assertions import (
+    jwk_thumbprint,
+    key_from_file,
+    ords_verifiable,
+    signing_key_file_generated,
+    signing_keys,
+)
 from kb.catalogue import TOOL_NAME
 from kb.models import Stakeholder
 from kb.ords import OrdsConfig, OrdsError, OrdsRefused, ords_answer, ords_config
@@ -26,6 +35,7 @@ from kb.policy import PolicyRefused
 from tests.kb.ords_stand_in import (
     AUDIENCE,
     ISSUER,
+    STS_ALGORITHMS,
     STS_CLIENT_ID,
     STS_CLIENT_SECRET,
     AssertionVerifier,
@@ -132,7 +142,7 @@ def test_it_posts_only_prompt_and_limit_with_an_assertion_for_the_asker(ords, ke
     assert request.headers["Accept"] == "application/json"
     assert not any(name.lower() == "x-kb-stakeholder-id" for name in request.headers)
     header = jwt.get_unverified_header(bearer_of(request))
-    assert header == {"alg": "EdDSA", "typ": "at+jwt", "kid": keys.current.kid}
+    assert header == {"alg": "RS256", "typ": "at+jwt", "kid": keys.current.kid}
     (claims,) = ords.accepted
     assert claims["iss"] == ISSUER and claims["aud"] == AUDIENCE
     assert claims["sub"] == "KB-P-001"
@@ -156,16 +166,180 @@ def test_without_a_delegation_the_actor_is_hyperbook_itself(ords):
     assert ords.accepted[0]["act"] == {"sub": "hyperbook"}
 
 
-def test_an_es256_key_signs_as_well(ords, tmp_path):
-    keys = signing_keys(key_file(tmp_path, "p256.pem", ec.generate_private_key(ec.SECP256R1())), [])
+def test_the_default_key_is_rsa_3072_and_signs_rs256(keys):
+    assert keys.current.algorithm == "RS256"
+    assert keys.current.private_key.key_size == 3072
+
+
+# --- ORDS' JWT profile: what it refuses, shown with tokens the test makes ---------------------
+
+
+@pytest.fixture(scope="module")
+def test_keys() -> dict:
+    """Keys of the test's own, each with the JWK the forged tokens' JWKS lists it under."""
+    made = {
+        "rsa2048": (rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256"),
+        # Breakable, which is why ORDS refuses it.
+        "rsa1024": (rsa.generate_private_key(public_exponent=65537, key_size=1024), "RS256"),  # noqa: S505
+        "ed25519": (ed25519.Ed25519PrivateKey.generate(), "EdDSA"),
+        "p256": (ec.generate_private_key(ec.SECP256R1()), "ES256"),
+    }
+    to_jwk = {"RS256": RSAAlgorithm, "EdDSA": OKPAlgorithm, "ES256": ECAlgorithm}
+    keys = {}
+    for name, (private_key, algorithm) in made.items():
+        jwk = to_jwk[algorithm].to_jwk(private_key.public_key(), as_dict=True)
+        jwk = {**jwk, "kid": jwk_thumbprint(jwk), "alg": algorithm, "use": "sig"}
+        jwk.pop("key_ops", None)
+        keys[name] = types.SimpleNamespace(private=private_key, algorithm=algorithm, jwk=jwk)
+    return keys
+
+
+def forged(key, *, algorithm=None, kid=None, **claims) -> str:
+    """A token the test signs itself, shaped like hyperbook's assertions unless told otherwise."""
+    now = int(time.time())
+    claims = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": "KB-P-001",
+        "scope": TOOL_NAME,
+        "iat": now,
+        "exp": now + 60,
+        "jti": uuid.uuid4().hex,
+        **claims,
+    }
+    headers = {"typ": "at+jwt", "kid": kid or key.jwk["kid"]}
+    with warnings.catch_warnings():  # PyJWT warns of the 1024-bit key, which is the point
+        warnings.simplefilter("ignore", jwt.InsecureKeyLengthWarning)
+        return jwt.encode(
+            claims, key.private, algorithm=algorithm or key.algorithm, headers=headers
+        )
+
+
+@pytest.fixture
+def profile(ords, keys, test_keys):
+    """ORDS with a JWKS that lists hyperbook's keys and every test key, so that a refusal below
+    is for the rule named, never for a key it could not find."""
+    listed = {"keys": [*keys.jwks()["keys"], *(key.jwk for key in test_keys.values())]}
     with ExitStack() as stack:
-        ords.verifier.jwks_url = jwks_served(keys.jwks, stack)
+        ords.verifier.jwks_url = jwks_served(lambda: listed, stack)
+        yield ords
+
+
+def sent_to_ords(ords, token: str) -> httpx.Response:
+    return httpx.post(
+        ords.url, json={"prompt": "x", "limit": 1}, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+def test_a_test_made_rs256_token_from_a_listed_2048_bit_key_is_accepted(profile, test_keys):
+    response = sent_to_ords(profile, forged(test_keys["rsa2048"]))
+    assert response.status_code == 200, profile.refusals
+    assert profile.accepted[-1]["sub"] == "KB-P-001"
+
+
+HMAC_SECRET = "a-secret-shared-with-nobody-0123456789abcdef"  # noqa: S105
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda k, h: forged(k["ed25519"]), "alg"),
+        (lambda k, h: forged(k["p256"]), "alg"),
+        # An HMAC under hyperbook's own kid: the classic confusion with a public key.
+        (
+            lambda k, h: jwt.encode(
+                {"iss": ISSUER, "aud": AUDIENCE, "sub": "KB-P-001", "scope": TOOL_NAME},
+                HMAC_SECRET,
+                algorithm="HS256",
+                headers={"typ": "at+jwt", "kid": h},
+            ),
+            "alg",
+        ),
+        (
+            lambda k, h: jwt.encode(
+                {"iss": ISSUER, "aud": AUDIENCE, "sub": "KB-P-001", "scope": TOOL_NAME},
+                None,
+                algorithm="none",
+                headers={"typ": "at+jwt", "kid": h},
+            ),
+            "alg",
+        ),
+        (lambda k, h: forged(k["rsa1024"]), "key_size"),
+        (lambda k, h: forged(k["rsa2048"], iss="https://not-hyperbook.test"), "issuer"),
+        (lambda k, h: forged(k["rsa2048"], aud="https://another-ords.kb.test"), "audience"),
+        (lambda k, h: forged(k["rsa2048"], kid="a-kid-no-jwks-lists"), "unknown_kid"),
+        (
+            lambda k, h: forged(
+                k["rsa2048"], iat=int(time.time()) - 120, exp=int(time.time()) - 60
+            ),
+            "expired",
+        ),
+        (  # exp far off, but issued longer ago than the profile's allowed age
+            lambda k, h: forged(
+                k["rsa2048"], iat=int(time.time()) - 120, exp=int(time.time()) + 600
+            ),
+            "too_old",
+        ),
+        (
+            lambda k, h: forged(
+                k["rsa2048"], iat=int(time.time()) + 120, exp=int(time.time()) + 180
+            ),
+            "issued_in_future",
+        ),
+    ],
+    ids=[
+        "EdDSA",
+        "ES256",
+        "HS256",
+        "none",
+        "rsa1024",
+        "wrong_iss",
+        "wrong_aud",
+        "unknown_kid",
+        "expired",
+        "too_old",
+        "issued_in_future",
+    ],
+)
+def test_ords_refuses_what_its_jwt_profile_does_not_take(profile, keys, test_keys, make, reason):
+    response = sent_to_ords(profile, make(test_keys, keys.current.kid))
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    assert profile.refusals == [reason] and profile.accepted == []
+
+
+# --- EdDSA and ES256: for an STS only ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "private_key, algorithm",
+    [
+        (ed25519.Ed25519PrivateKey.generate(), "EdDSA"),
+        (ec.generate_private_key(ec.SECP256R1()), "ES256"),
+    ],
+)
+def test_an_eddsa_or_es256_key_signs_the_assertion_an_sts_gets(
+    ords, sts, tmp_path, private_key, algorithm
+):
+    keys = signing_keys(key_file(tmp_path, "sts-only.pem", private_key), [])
+    with ExitStack() as stack:
+        sts.verifier = AssertionVerifier(
+            jwks_url=jwks_served(keys.jwks, stack), algorithms=STS_ALGORITHMS
+        )
         ords.config = OrdsConfig(
-            url=ords.url, timeout_seconds=1, identity=identity_for(ords.url, keys)
+            url=ords.url,
+            timeout_seconds=1,
+            identity=identity_for(ords.url, keys, ords.config.identity.exchange),
         )
         ask(ords)
-    assert jwt.get_unverified_header(bearer_of(ords.received[0]))["alg"] == "ES256"
-    assert ords.accepted[0]["sub"] == "KB-P-001"
+    (exchange,) = sts.received
+    (subject_token,) = [
+        v
+        for k, v in httpx.QueryParams(exchange.body.decode()).multi_items()
+        if k == "subject_token"
+    ]
+    assert jwt.get_unverified_header(subject_token)["alg"] == algorithm
+    assert sts.problems == [] and bearer_of(ords.received[0]) == sts.issued[0]
 
 
 # --- what the verifier refuses becomes a clear refusal ---------------------------------------
@@ -180,7 +354,8 @@ def refused_reason(ords) -> str:
 
 
 def test_an_expired_assertion_is_refused(ords):
-    ords.verifier.clock_offset = 61  # ORDS' clock past the assertion's 60 seconds
+    # ORDS' clock past the assertion's 60 seconds and the profile's allowed skew.
+    ords.verifier.clock_offset = 60 + ords.verifier.allowed_skew + 1
     assert refused_reason(ords) == "expired"
 
 
@@ -219,18 +394,35 @@ def test_a_replayed_assertion_is_refused(ords, monkeypatch):
 
 
 def test_the_jwks_holds_public_keys_only_with_kid_alg_and_use(settings, tmp_path):
-    previous = key_file(tmp_path, "old.pem", ec.generate_private_key(ec.SECP256R1()))
+    previous = key_file(
+        tmp_path, "old.pem", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
     both = signing_keys(settings.KB_ASSERTION_SIGNING_KEY_FILE, [previous])
     published = both.jwks()["keys"]
-    assert [k["alg"] for k in published] == ["EdDSA", "ES256"]
+    assert [k["alg"] for k in published] == ["RS256", "RS256"]
     for jwk in published:
-        assert jwk["use"] == "sig" and jwk["kid"]
-        assert not {"d", "p", "q", "dp", "dq", "qi", "k"} & set(jwk)
+        assert set(jwk) == {"kty", "n", "e", "kid", "use", "alg"}
+        assert jwk["kty"] == "RSA" and jwk["use"] == "sig" and jwk["kid"]
+    assert published[0]["kid"] != published[1]["kid"]
     assert published[1]["kid"] == key_from_file(previous, setting="x").kid
 
 
+# RFC 7638 §3.1: an RSA key and its thumbprint.
+RFC7638_N = (
+    "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPeb"
+    "WKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQ"
+    "MicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2Nc"
+    "Rwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"
+)
+
+
+def test_an_rsa_kid_is_the_rfc_7638_thumbprint():
+    jwk = {"kty": "RSA", "n": RFC7638_N, "e": "AQAB", "alg": "RS256", "kid": "2011-04-29"}
+    assert jwk_thumbprint(jwk) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+
+
 def test_a_previous_key_may_be_published_from_its_public_half(tmp_path, settings):
-    private = ec.generate_private_key(ec.SECP256R1())
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     public = tmp_path / "old.pub.pem"
     public.write_bytes(
         private.public_key().public_bytes(
@@ -243,13 +435,18 @@ def test_a_previous_key_may_be_published_from_its_public_half(tmp_path, settings
     assert keys.previous[0].kid == from_private.kid
 
 
-@pytest.mark.parametrize("problem", ["missing", "rsa", "public_only", "garbage"])
+@pytest.mark.parametrize(
+    "problem", ["missing", "rsa_1024", "rsa_4104", "p384", "public_only", "garbage"]
+)
 def test_an_unusable_signing_key_names_the_setting_and_the_file(tmp_path, problem):
     path = tmp_path / "key.pem"
-    if problem == "rsa":
+    if problem.startswith("rsa_"):
+        bits = int(problem.removeprefix("rsa_"))
         key_file(
-            tmp_path, "key.pem", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            tmp_path, "key.pem", rsa.generate_private_key(public_exponent=65537, key_size=bits)
         )
+    elif problem == "p384":
+        key_file(tmp_path, "key.pem", ec.generate_private_key(ec.SECP384R1()))
     elif problem == "public_only":
         private = ec.generate_private_key(ec.SECP256R1())
         path.write_bytes(
@@ -262,14 +459,25 @@ def test_an_unusable_signing_key_names_the_setting_and_the_file(tmp_path, proble
     with pytest.raises(ImproperlyConfigured, match="KB_ASSERTION_SIGNING_KEY_FILE") as error:
         signing_keys(str(path), [])
     assert "PRIVATE" not in str(error.value)
+    if problem.startswith("rsa_"):
+        assert "must have 2048 to 4096 bits" in str(error.value)
+
+
+@pytest.mark.parametrize("bits", [2048, 4096])
+def test_an_rsa_key_of_2048_to_4096_bits_signs_rs256(tmp_path, bits):
+    private = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    keys = signing_keys(key_file(tmp_path, f"rsa{bits}.pem", private), [])
+    assert ords_verifiable(keys) is keys
+    assert keys.current.algorithm == "RS256" and keys.current.public_jwk["kty"] == "RSA"
 
 
 def test_the_local_key_is_generated_once_owner_only(tmp_path):
-    path = signing_key_file_generated(tmp_path / "var" / "kb_assertion_signing_key.pem")
+    path = signing_key_file_generated(tmp_path / "var" / "kb_assertion_rsa_key.pem")
     first = path.read_bytes()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert signing_key_file_generated(path).read_bytes() == first
-    assert key_from_file(str(path), setting="x").algorithm == "EdDSA"
+    key = key_from_file(str(path), setting="x")
+    assert key.algorithm == "RS256" and key.private_key.key_size == 3072
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no draft left behind
 
 
@@ -550,6 +758,39 @@ def test_the_exchange_needs_its_client_credential(ords_backend, settings, missin
     with pytest.raises(ImproperlyConfigured, match=missing) as refused:
         ords_config()
     assert STS_CLIENT_SECRET not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "setting", ["KB_ASSERTION_SIGNING_KEY_FILE", "KB_ASSERTION_PREVIOUS_KEY_FILES"]
+)
+@pytest.mark.parametrize(
+    "make, algorithm",
+    [
+        (ed25519.Ed25519PrivateKey.generate, "EdDSA"),
+        (lambda: ec.generate_private_key(ec.SECP256R1()), "ES256"),
+    ],
+)
+def test_warm_up_refuses_a_key_ords_cannot_verify_unless_an_sts_gets_the_assertion(
+    kb, ords_backend, settings, tmp_path, setting, make, algorithm
+):
+    path = key_file(tmp_path, "not-rsa.pem", make())
+    if setting == "KB_ASSERTION_SIGNING_KEY_FILE":
+        settings.KB_ASSERTION_SIGNING_KEY_FILE = path
+    else:  # ORDS reads every key of the JWKS, the earlier ones too
+        settings.KB_ASSERTION_PREVIOUS_KEY_FILES = [path]
+    with pytest.raises(ImproperlyConfigured) as refused:
+        warm_up()
+    message = str(refused.value)
+    assert message.startswith(f"{setting}: {path} is an {algorithm} key")
+    assert "ORDS verifies RS256, RS384 or RS512 only" in message
+    assert "RSA key of 2048 to 4096 bits" in message and "ORDS_TOKEN_EXCHANGE_URL" in message
+    assert ords_backend.received == []
+    # The assertion goes to an STS instead: the same key is fine.
+    settings.ORDS_TOKEN_EXCHANGE_URL = "https://sts.example.com/token"
+    settings.ORDS_TOKEN_EXCHANGE_CLIENT_ID = STS_CLIENT_ID
+    settings.ORDS_TOKEN_EXCHANGE_CLIENT_SECRET = STS_CLIENT_SECRET
+    warm_up()
+    assert ords_config().identity.exchange is not None
 
 
 # --- the RFC 8693 exchange --------------------------------------------------------------------

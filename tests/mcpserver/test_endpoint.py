@@ -67,6 +67,12 @@ def test_a_missing_token_is_401_with_a_resource_metadata_challenge(server):
     assert 'resource_metadata="' in challenge
     assert "/.well-known/oauth-protected-resource/mcp" in challenge
     assert "invalid_token" not in challenge
+    # The agent is told it may sign in, and where: the resource metadata the challenge names.
+    metadata_url = challenge.split('resource_metadata="', 1)[1].split('"', 1)[0]
+    error = response.json()["error"]
+    assert "sign in" in error["message"] and metadata_url in error["message"]
+    assert "sign in" in error["data"]["error_description"]
+    assert metadata_url in error["data"]["error_description"]
 
 
 @pytest.mark.parametrize(
@@ -128,15 +134,27 @@ def test_a_revoked_token_fails_on_the_very_next_request(server, world, django_db
     assert server.post(rpc("tools/list"), token).status_code == 401
 
 
-def test_a_suspended_stakeholder_is_403_insufficient_scope(server, world):
-    response = server.post(call("담당 고객 목록"), world.tokens["KB-P-099"])
-    assert response.status_code == 403
-    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+def test_a_suspended_stakeholder_is_403_ask_an_operator_not_insufficient_scope(server, world):
+    """No scope would help a suspended user: a client that steps up scopes on insufficient_scope
+    must not send them through sign-in again. Korean by default, English on request."""
+    korean = server.post(call("담당 고객 목록"), world.tokens["KB-P-099"])
+    english = server.post(
+        call("담당 고객 목록"), world.tokens["KB-P-099"], headers={"Accept-Language": "en-US,en"}
+    )
+    for response in (korean, english):
+        assert response.status_code == 403
+        challenge = response.headers["www-authenticate"]
+        assert "insufficient_scope" not in challenge and "scope=" not in challenge
+        assert 'error="access_denied"' in challenge
+        assert 'error_description="suspended: ask an operator"' in challenge
+        assert "resource_metadata=" in challenge
+        data = response.json()["error"]["data"]
+        assert data == {"error": "access_denied", "error_description": "suspended: ask an operator"}
+    assert korean.json()["error"]["message"].startswith("정지된 사용자: 운영자에게 문의하세요")
+    assert english.json()["error"]["message"].startswith("suspended: ask an operator")
 
 
-def test_a_branch_manager_without_a_branch_is_403_insufficient_scope(
-    server, world, django_db_blocker
-):
+def test_a_branch_manager_without_a_branch_is_403_access_denied(server, world, django_db_blocker):
     manager = Stakeholder.objects.filter(stakeholder_id="KB-M-001")
     with django_db_blocker.unblock():
         manager.update(branch=None)
@@ -146,7 +164,9 @@ def test_a_branch_manager_without_a_branch_is_403_insufficient_scope(
         with django_db_blocker.unblock():
             manager.update(branch_id="BR-GN")
     assert response.status_code == 403
-    assert 'error="insufficient_scope"' in response.headers["www-authenticate"]
+    challenge = response.headers["www-authenticate"]
+    assert 'error="access_denied"' in challenge and "insufficient_scope" not in challenge
+    assert "ask an operator" in challenge
 
 
 def test_a_tool_outside_the_delegation_is_403(server, world):

@@ -1,14 +1,19 @@
 """End to end with KB_QUERY_BACKEND=ords: a real hyperbook server process, an ORDS stand-in on
-loopback that fetches that server's /.well-known/jwks.json and verifies every assertion, and
-canary VPD tokens that must never reach it."""
+loopback that fetches that server's /.well-known/jwks.json and verifies every assertion as ORDS'
+JWT profile does (RS256/RS384/RS512 only), and canary VPD tokens that must never reach it."""
 
 import http.client
+import time
+import uuid
 from contextlib import ExitStack
 from datetime import timedelta
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from django.utils import timezone
 
 from kb.assertions import signing_key_file_generated, signing_keys
@@ -18,6 +23,7 @@ from tests.kb.conftest import expected_customer_ids
 from tests.kb.ords_stand_in import (
     AUDIENCE,
     ISSUER,
+    STS_ALGORITHMS,
     STS_CLIENT_ID,
     STS_CLIENT_SECRET,
     AssertionVerifier,
@@ -107,6 +113,18 @@ def customer_ids(result: dict) -> set[str]:
     return {row["customer_id"] for row in result["structuredContent"]["rows"]}
 
 
+def ed25519_key_file(path) -> str:
+    """A key ORDS cannot verify, but an STS may."""
+    path.write_bytes(
+        ed25519.Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(path)
+
+
 def test_a_planner_and_a_branch_manager_each_get_the_rows_of_their_own_sub(
     hyperbook, ords, canaries, verifier
 ):
@@ -121,6 +139,9 @@ def test_a_planner_and_a_branch_manager_each_get_the_rows_of_their_own_sub(
     assert first["act"] == {"sub": str(canaries["KB-P-001"])}
     assert second["act"] == {"sub": str(canaries["KB-M-001"])}
     assert first["jti"] != second["jti"]
+    for request in ords.received[-2:]:
+        header = jwt.get_unverified_header(request.headers["Authorization"].split()[1])
+        assert header["alg"] == "RS256" and header["typ"] == "at+jwt"
 
 
 def test_no_canary_token_and_no_stakeholder_header_reach_ords(
@@ -151,7 +172,7 @@ def test_no_canary_token_and_no_stakeholder_header_reach_ords(
 @pytest.mark.parametrize(
     "fault, reason",
     [
-        ({"clock_offset": 61}, "expired"),
+        ({"clock_offset": 66}, "expired"),  # past the 60 s lifetime and the profile's 5 s skew
         ({"audience": "https://another-ords.kb.test"}, "audience"),
         ({"issuer": "https://not-hyperbook.test"}, "issuer"),
         ({"jwks_url": "other"}, "unknown_kid"),
@@ -177,8 +198,50 @@ def test_the_jwks_carries_public_keys_only(hyperbook):
     response = httpx.get(f"{hyperbook.url}/.well-known/jwks.json", timeout=10)
     assert response.status_code == 200
     (key,) = response.json()["keys"]
-    assert key["use"] == "sig" and key["alg"] == "EdDSA" and key["kid"]
+    assert set(key) == {"kty", "n", "e", "kid", "use", "alg"}
+    assert (key["kty"], key["use"], key["alg"]) == ("RSA", "sig", "RS256") and key["kid"]
     assert not PRIVATE_JWK_MEMBERS & set(key)
+
+
+HMAC_SECRET = "a-secret-shared-with-nobody-0123456789abcdef"  # noqa: S105
+
+
+@pytest.mark.parametrize("algorithm", ["EdDSA", "HS256", "none"])
+def test_ords_refuses_a_token_under_hyperbooks_kid_in_an_algorithm_it_does_not_take(
+    hyperbook, ords, verifier, algorithm
+):
+    """Under the kid of the key the live server publishes, so that only the algorithm is wrong."""
+    kid = httpx.get(f"{hyperbook.url}/.well-known/jwks.json", timeout=10).json()["keys"][0]["kid"]
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "KB-P-001", "iat": now, "exp": now + 60}
+    key = {
+        "EdDSA": ed25519.Ed25519PrivateKey.generate(),
+        "HS256": HMAC_SECRET,
+        "none": None,
+    }[algorithm]
+    token = jwt.encode(
+        {**claims, "jti": uuid.uuid4().hex},
+        key,
+        algorithm=algorithm,
+        headers={"typ": "at+jwt", "kid": kid},
+    )
+    response = httpx.post(
+        ords.url, json={"prompt": "x", "limit": 1}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    assert ords.refusals[-1] == "alg"
+
+
+def test_a_key_ords_cannot_verify_stops_the_server_from_starting(ords, tmp_path):
+    key = ed25519_key_file(tmp_path / "ed25519.pem")
+    env = ords_env(ords, KB_ASSERTION_SIGNING_KEY_FILE=key)
+    with pytest.raises(RuntimeError, match="server exited early"):
+        with live_server(tmp_path / "refused.log", env):
+            pass
+    log = (tmp_path / "refused.log").read_text()
+    assert f"KB_ASSERTION_SIGNING_KEY_FILE: {key} is an EdDSA key" in log
+    assert "ORDS verifies RS256, RS384 or RS512 only" in log
 
 
 def test_the_jwks_is_behind_the_well_known_host_check(hyperbook):
@@ -239,12 +302,14 @@ def test_the_exchange_mode_sends_ords_the_sts_token_and_nothing_of_the_callers(
     secret_file.write_text(STS_CLIENT_SECRET)
     saved = ords.verifier
     with ExitStack() as stack:
-        sts = StsStandIn(verifier=AssertionVerifier(), ords=ords)
+        # An Ed25519 key: allowed here because the assertion goes to the STS, never to ORDS.
+        sts = StsStandIn(verifier=AssertionVerifier(algorithms=STS_ALGORITHMS), ords=ords)
         started(sts, stack)
         env = {
             "ORDS_TOKEN_EXCHANGE_URL": f"{sts.url}/oauth2/token",
             "ORDS_TOKEN_EXCHANGE_CLIENT_ID": STS_CLIENT_ID,
             "ORDS_TOKEN_EXCHANGE_CLIENT_SECRET_FILE": str(secret_file),
+            "KB_ASSERTION_SIGNING_KEY_FILE": ed25519_key_file(tmp_path / "sts-only.pem"),
         }
         url = stack.enter_context(live_server(tmp_path / "sts.log", ords_env(ords, **env)))
         sts.verifier.jwks_url = f"{url}/.well-known/jwks.json"
@@ -258,6 +323,8 @@ def test_the_exchange_mode_sends_ords_the_sts_token_and_nothing_of_the_callers(
         finally:
             ords.verifier = saved
     assert sts.problems == [] and len(sts.issued) == 1  # exchanged once, then reused
+    (subject_token,) = parse_qs(sts.received[0].body.decode())["subject_token"]
+    assert jwt.get_unverified_header(subject_token)["alg"] == "EdDSA"
     asked = ords.received[before:]
     assert [r.headers["Authorization"] for r in asked] == [f"Bearer {sts.issued[0]}"] * 2
     everything = ords.recorded_text() + "\n".join(

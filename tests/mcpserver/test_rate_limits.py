@@ -30,7 +30,11 @@ def test_a_delegation_over_its_rate_is_429_with_retry_after(strict_server, world
     assert statuses[:3] == [200, 200, 200]
     assert statuses[3:] == [429, 429]
     limited = strict_server.post(rpc("tools/list"), token)
-    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    wait = int(limited.headers["retry-after"])
+    assert 1 <= wait <= 60
+    # The message names the wait, for clients that show it and ignore the header.
+    error = limited.json()["error"]
+    assert f"wait {wait} seconds" in error["message"] and error["data"]["retry_after"] == wait
     # Another delegation is not affected.
     assert strict_server.post(rpc("tools/list"), world.tokens["KB-P-003"]).status_code == 200
 
@@ -42,6 +46,9 @@ def test_repeated_failed_authentication_from_one_address_is_429(strict_server, w
     ]
     assert statuses[:4] == [401] * 4
     assert statuses[4:] == [429, 429]
+    limited = strict_server.post(rpc("tools/list"), "hbvpd_guess-0007-aaaaaaaaaaaaaaaa")
+    wait = int(limited.headers["retry-after"])
+    assert f"wait {wait} seconds" in limited.json()["error"]["message"]
     # A valid token from that address is served: others' failures never lock it out.
     response = strict_server.post(rpc("tools/list"), world.tokens["KB-P-004"])
     assert response.status_code == 200

@@ -109,8 +109,8 @@ def test_the_sdk_client_shows_why_a_valid_token_is_forbidden(server, world):
     not_delegated = asyncio.run(sdk_refusal(server.mcp, world.no_tool_token, call=TOOL))
 
     assert suspended.error.code == not_delegated.error.code == -32003
-    assert "may not query the knowledge base" in suspended.error.message
-    assert "access page" in suspended.error.message
+    # Korean by default (the SDK sends no Accept-Language): suspended, ask an operator.
+    assert suspended.error.message.startswith("정지된 사용자: 운영자에게 문의하세요")
     assert "not among the token's delegated tools" in not_delegated.error.message
 
 
@@ -135,9 +135,10 @@ def test_401_and_403_bodies_are_json_rpc_errors_beside_the_challenge(server, wor
     assert body["jsonrpc"] == "2.0" and body["id"] is None
     assert body["error"]["data"] == {
         "error": "invalid_token",
-        "error_description": "The token is not known",
+        "error_description": "The token is not known: sign in again",
     }
-    assert 'error_description="The token is not known"' in unknown.headers["www-authenticate"]
+    challenge = unknown.headers["www-authenticate"]
+    assert 'error_description="The token is not known: sign in again"' in challenge
     assert not_delegated.status_code == 403
     assert not_delegated.json()["id"] == "call-7"  # parsed by then: the request's own id
     assert not_delegated.json()["error"]["data"]["error"] == "insufficient_scope"

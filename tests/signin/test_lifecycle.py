@@ -5,11 +5,14 @@ at the next request."""
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
+from oauth2_provider.models import get_refresh_token_model
 
 from audit.models import AuditEvent
 from mcpserver.principals import authenticate_token
 from registry.models import TokenDelegation
+from signin.grants import REFRESH_RACE_SECONDS
 from tests.signin.conftest import exchange, sign_in
 
 pytestmark = pytest.mark.django_db
@@ -45,15 +48,48 @@ def test_a_refresh_issues_new_tokens_under_the_same_delegation(client, client_ap
     assert TokenDelegation.objects.filter(source=TokenDelegation.Source.SIGNED_IN).count() == 1
 
 
+def rotated_a_while_ago() -> None:
+    """Age every rotation past REFRESH_RACE_SECONDS: what comes next is reuse, not a race."""
+    get_refresh_token_model().objects.filter(revoked__isnull=False).update(
+        revoked=F("revoked") - timedelta(seconds=REFRESH_RACE_SECONDS + 1)
+    )
+
+
 def test_a_reused_refresh_token_revokes_the_whole_grant(client, client_app, planner):
     first = signed_in(client, client_app, planner)
     second = refresh(client, client_app, first["refresh_token"]).json()
+    rotated_a_while_ago()
     reuse = refresh(client, client_app, first["refresh_token"])
     assert reuse.status_code == 400 and reuse.json()["error"] == "invalid_grant"
     delegation = TokenDelegation.objects.get(source=TokenDelegation.Source.SIGNED_IN)
     assert delegation.revoked_at is not None
     assert authenticate_token(second["access_token"]).principal is None
     assert refresh(client, client_app, second["refresh_token"]).status_code == 400
+    refused = (
+        AuditEvent.objects.filter(
+            action=AuditEvent.Action.OAUTH_TOKEN_REFUSED, detail="refresh_token_reused"
+        )
+        .order_by("sequence")
+        .first()
+    )
+    assert refused.delegation_id == delegation.pk
+    assert refused.changes["client_id"] == client_app.client_id
+
+
+def test_a_refresh_token_presented_again_just_after_its_rotation_is_refused_and_the_grant_stays(
+    client, client_app, planner
+):
+    """Within REFRESH_RACE_SECONDS a rotated token is the agent's own concurrent refresh that
+    lost: refused, audited, and the winner's tokens keep working."""
+    first = signed_in(client, client_app, planner)
+    second = refresh(client, client_app, first["refresh_token"]).json()
+    late = refresh(client, client_app, first["refresh_token"])
+    assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
+    assert authenticate_token(second["access_token"]).principal is not None
+    assert refresh(client, client_app, second["refresh_token"]).status_code == 200
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.OAUTH_TOKEN_REFUSED, detail="refresh_token_raced"
+    ).exists()
 
 
 def test_an_expired_access_token_is_refused_until_refreshed(client, client_app, planner):

@@ -67,7 +67,8 @@ def test_a_loopback_redirect_uri_may_use_any_port(client, client_app, planner):
         ({"code_challenge": None, "code_challenge_method": None}, "invalid_request"),
         ({"resource": None}, "invalid_target"),
         ({"resource": "https://other.example/mcp"}, "invalid_target"),
-        ({"response_type": "token"}, "unauthorized_client"),
+        # The server has no implicit grant at all (signin.server.TokenServer): not offered.
+        ({"response_type": "token"}, "unsupported_response_type"),
     ],
 )
 def test_a_request_outside_the_rules_is_answered_with_an_error_redirect(
@@ -166,7 +167,11 @@ def test_the_metadata_document_says_what_the_server_does(client):
     assert metadata["token_endpoint"] == "http://testserver/oauth/token/"
     assert metadata["revocation_endpoint"] == "http://testserver/oauth/revoke_token/"
     assert metadata["code_challenge_methods_supported"] == ["S256"]
-    assert set(metadata["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+    assert set(metadata["grant_types_supported"]) == {
+        "authorization_code",
+        "refresh_token",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",  # SEP-990's ID-JAG, confidential clients
+    }
     assert metadata["response_types_supported"] == ["code"]
     assert "none" in metadata["token_endpoint_auth_methods_supported"]
     assert metadata["client_id_metadata_document_supported"] is True
@@ -177,7 +182,8 @@ def test_the_metadata_document_says_what_the_server_does(client):
 def test_dynamic_registration_is_off_unless_enabled(client, settings):
     body = {"redirect_uris": ["http://127.0.0.1:9999/cb"], "token_endpoint_auth_method": "none"}
     off = client.post("/oauth/register/", json.dumps(body), content_type="application/json")
-    assert off.status_code == 404
+    assert off.status_code == 400  # with what to do instead (test_what_clients_show.py)
+    assert off.json()["error"] == "invalid_client_metadata"
 
     settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "DCR_ENABLED": True}
     metadata = json.loads(client.get("/.well-known/oauth-authorization-server").content)
