@@ -56,7 +56,7 @@ def _address_for(host: str, port: int) -> str:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise CIMDError("client_id host does not resolve") from exc
-    addresses = [info[4][0] for info in infos]
+    addresses = [str(info[4][0]) for info in infos]
     if not addresses:
         raise CIMDError("client_id host does not resolve")
     if host.lower() not in {h.lower() for h in settings.OAUTH_CIMD_ALLOWED_HOSTS}:

@@ -135,9 +135,9 @@ def assertion_verify(
     _mark_used(idp, str(claims["jti"]), int(claims["exp"]))
 
     subject = claims.get(idp.subject_claim)
-    user = None
-    if isinstance(subject, str) and subject:
-        user = get_user_model().objects.filter(username=subject, is_active=True).first()
+    if not isinstance(subject, str) or not subject:
+        raise _refused(f"{idp.subject_claim} is not linked to a stakeholder")
+    user = get_user_model().objects.filter(username=subject, is_active=True).first()
     link = StakeholderLogin.objects.select_related("stakeholder").filter(user=user).first()
     if link is None:
         raise _refused(f"{idp.subject_claim} is not linked to a stakeholder")

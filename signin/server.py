@@ -107,7 +107,10 @@ class CodeGrant(AuthorizationCodeGrant):
     found, any later refusal (a wrong or malformed verifier, another redirect URI) ends it, so a
     stolen code cannot be tried against guessed verifiers."""
 
-    _code_challenge_methods = {"S256": AuthorizationCodeGrant._code_challenge_methods["S256"]}
+    # A class attribute of oauthlib's grant that its typeshed stubs leave out.
+    _code_challenge_methods = {
+        "S256": AuthorizationCodeGrant._code_challenge_methods["S256"]  # type: ignore[attr-defined]
+    }
 
     def validate_code_challenge(self, challenge, challenge_method, verifier):
         if not pkce_value_valid(verifier):
