@@ -7,6 +7,7 @@ As rules: which assertion is accepted (draft-ietf-oauth-identity-assertion-authz
 SEP-990), and the delegation it becomes. Every refusal says why, in ASCII, for the client (RFC 6749
 §5.2); the token endpoint answers it as invalid_grant (RFC 7523 §3.1) and audits it."""
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,9 @@ ID_JAG_TYP = "oauth-id-jag+jwt"
 ALGORITHMS = ("RS256", "ES256")
 # Clocks of the IdP and this server differ a little; an expired assertion stays expired.
 CLOCK_SKEW_SECONDS = 60
+# An ID-JAG is short-lived (the IdP issues a new one per exchange); one valid for longer than this
+# is refused, so that a captured assertion is not good for days and its replay row not kept as long.
+MAX_ASSERTION_SECONDS = 900
 JWKS_TIMEOUT_SECONDS = 5
 
 
@@ -132,6 +136,8 @@ def assertion_verify(
         raise _refused("client_id claim does not name the authenticated client")
     if client_id not in (idp.client_ids or []):
         raise _refused("this IdP may not grant access to this client")
+    if int(claims["exp"]) > time.time() + MAX_ASSERTION_SECONDS + CLOCK_SKEW_SECONDS:
+        raise _refused(f"assertion must expire within {MAX_ASSERTION_SECONDS} seconds")
     _mark_used(idp, str(claims["jti"]), int(claims["exp"]))
 
     subject = claims.get(idp.subject_claim)

@@ -137,6 +137,7 @@ REFUSED = {
     "no resource": ({"resource": None}, "resource claim", True),
     "another client": ({"client_id": "someone-else"}, "client_id claim", True),
     "expired": ({"lifetime": -120}, "expired", True),
+    "lives too long": ({"lifetime": 86400}, "must expire within 900 seconds", True),
     "bad signature": ({"key": "other"}, "signature does not verify", False),
     "wrong typ": ({"typ": "JWT"}, "typ must be oauth-id-jag+jwt", False),
     "no jti": ({"jti": None}, "lacks the jti claim", True),
