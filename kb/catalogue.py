@@ -26,6 +26,9 @@ def clamp_limit(value: int | None, *, default: int = TOOL_DEFAULT_LIMIT) -> int:
 
 
 CUSTOMERS, CONTRACTS, PAYMENTS = "customers", "contracts", "premium_payments"
+# The statuses the data holds, per entity (contracts.csv, premium_payments.csv).
+CONTRACT_STATUSES: tuple[str, ...] = ("유지", "실효", "해지", "만기")
+PAYMENT_STATUSES: tuple[str, ...] = ("납입", "미납")
 
 
 class Kind(StrEnum):

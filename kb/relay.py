@@ -10,9 +10,11 @@ every row as it is; the text is for reading.
 from __future__ import annotations
 
 from kb.catalogue import (
+    CONTRACT_STATUSES,
     CONTRACTS,
     CUSTOMERS,
     IN_FORCE_STATUS,
+    PAYMENT_STATUSES,
     PAYMENTS,
     in_force_by_default,
 )
@@ -25,7 +27,7 @@ TABLE_ROWS = 20  # rows the text shows; structuredContent holds all of them
 MONEY_FIELDS = frozenset({"amount", "monthly_premium", "sum_insured"})
 GLOSSED_COLUMNS = frozenset({"status", "grade", "category", "gender", "age_group"})
 _CELL_MAX = 60
-_STATUSES = {CONTRACTS: ("유지", "실효", "해지", "만기"), PAYMENTS: ("납입", "미납")}
+_STATUSES = {CONTRACTS: CONTRACT_STATUSES, PAYMENTS: PAYMENT_STATUSES}
 
 
 def told(

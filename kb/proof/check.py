@@ -11,7 +11,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kb.catalogue import ENTITIES, IN_FORCE_STATUS, VALUE_GLOSSES, Kind, in_force_by_default
+from kb.catalogue import (
+    CONTRACT_STATUSES,
+    ENTITIES,
+    IN_FORCE_STATUS,
+    VALUE_GLOSSES,
+    Kind,
+    in_force_by_default,
+)
 from kb.josa import josa
 
 from . import periods, words
@@ -414,7 +421,7 @@ def grouping(text: str, plan: dict) -> Iterator[Disagreement]:
             yield Disagreement(word, ko, en)
 
 
-_CONTRACT_STATUSES = frozenset({"유지", "해지", "실효", "만기"})
+_CONTRACT_STATUSES = frozenset(CONTRACT_STATUSES)
 
 
 def statuses(text: str, plan: dict) -> Iterator[Disagreement]:

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from kb.catalogue import CONTRACT_STATUSES, PAYMENT_STATUSES
+
 # Domain constants of the KB demo; used when the source rows do not say otherwise.
 DEFAULT_GRADES: tuple[str, ...] = ("VIP", "일반")
-DEFAULT_CONTRACT_STATUSES: tuple[str, ...] = ("유지", "실효", "해지", "만기")
-DEFAULT_PAYMENT_STATUSES: tuple[str, ...] = ("납입", "미납")
+DEFAULT_CONTRACT_STATUSES: tuple[str, ...] = CONTRACT_STATUSES
+DEFAULT_PAYMENT_STATUSES: tuple[str, ...] = PAYMENT_STATUSES
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,6 @@ def note_text(key: str, language: str, scope: str) -> str:
     return say(language, ko, en).format(scope=scope)
 
 
-_CONTRACT_STATUSES = frozenset({"유지", "실효", "해지", "만기"})
 _AGE_BAND = re.compile(r"^(\d+)대$")
 
 
