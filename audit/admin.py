@@ -20,7 +20,9 @@ from django.utils.translation import gettext_lazy as _
 
 from audit import selectors
 from audit.checkpoints import KeyRetirementError, signing_key_retire
-from audit.export import export_filtered_jsonl
+from audit.delivery import delivery_enabled
+from audit.downloads import event_list_download
+from audit.export import ExportError
 from audit.models import AuditCheckpoint, AuditEvent, Delivery, DeliveryAlarm, SigningKey
 from audit.overview import HOUR_FORMAT, SUMMARIES_READ_MAX, audit_overview
 from audit.proofs import ProofError, proof_bundle
@@ -73,7 +75,7 @@ class RefusedFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "1":
-            return queryset.filter(outcome__in=selectors.REFUSED_OUTCOMES)
+            return queryset.filter(outcome__in=AuditEvent.REFUSED_OUTCOMES)
         return queryset
 
 
@@ -159,6 +161,10 @@ class ToolFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(tool=self.value()) if self.value() else queryset
+
+
+# What a pending event's delivery reads as while no sink is configured: nothing is waiting.
+DELIVERY_OFF = _("꺼짐 (전달 대상 없음)")
 
 
 class DeliveryStateFilter(admin.SimpleListFilter):
@@ -247,7 +253,10 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("전달 상태"))
     def delivery_state(self, obj):
-        return selectors.event_delivery(obj).get_state_display()
+        delivery = selectors.event_delivery(obj)
+        if delivery.state == Delivery.State.PENDING and not delivery_enabled():
+            return DELIVERY_OFF
+        return delivery.get_state_display()
 
     @admin.display(description=_("전달 시도"))
     def delivery_attempts(self, obj):
@@ -352,22 +361,26 @@ class AuditEventAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, "admin/audit/overview.html", context)
 
     def export_view(self, request):
-        """The list as filtered, as a streamed JSONL file; the export itself is audited."""
+        """The list as filtered, as a file the standalone verifier proves (audit.downloads); the
+        export is audited after the file's extent is fixed, so its own event is not in it."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         events = self.get_changelist_instance(request).get_queryset(request)
         query = request.GET.urlencode()
+        try:
+            lines = event_list_download(events, filtered=bool(query))
+        except ExportError as exc:
+            messages.error(request, str(exc))
+            return redirect(f"{reverse('admin:audit_auditevent_changelist')}?{query}")
         audit_change(
             action=AuditEvent.Action.AUDIT_EXPORTED,
             actor=request.user,
             target="audit_events",
             before=None,
-            after={"filter": query, "format": "jsonl"},
+            after={"filter": query, "format": "jsonl" if not query else "proof_bundle"},
         )
         stamp = timezone.localtime().strftime("%Y%m%d-%H%M%S")
-        response = StreamingHttpResponse(
-            export_filtered_jsonl(events, query=query), content_type="application/x-ndjson"
-        )
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.jsonl"'
         response["Cache-Control"] = "no-store"
         return response
@@ -466,7 +479,11 @@ class AuditCheckpointAdmin(ReadOnlyAdmin):
     @admin.display(description=_("전달 상태"))
     def delivery_state(self, obj):
         delivery = getattr(obj, "delivery", None)
-        return delivery.get_state_display() if delivery else "-"
+        if delivery is None:
+            return "-"
+        if delivery.state == Delivery.State.PENDING and not delivery_enabled():
+            return DELIVERY_OFF
+        return delivery.get_state_display()
 
     @admin.display(description=_("서명 대상"))
     def root_rule(self, obj):

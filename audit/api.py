@@ -5,6 +5,7 @@ import datetime as dt
 
 import django_filters
 from django import forms
+from django.http import StreamingHttpResponse
 from rest_framework import exceptions, permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
@@ -12,7 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit import proofs, selectors
+from audit.downloads import event_list_download
+from audit.export import ExportError
 from audit.models import AuditCheckpoint, AuditEvent, Delivery
+from audit.services import audit_change
 from core.groups import AUDITORS, MCP_ADMINS
 
 
@@ -124,6 +128,31 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return selectors.audit_events_visible()
+
+    @action(detail=False, url_path="export", pagination_class=None)
+    def export(self, request):
+        """The events the filters choose, as a file `python -m audit.verify` proves: all of them
+        with the checkpoints (no filter), else each proven on its own (audit.downloads)."""
+        filtered = any(name in request.query_params for name in self.filterset_class.base_filters)
+        events = self.filter_queryset(self.get_queryset())
+        try:
+            lines = event_list_download(events, filtered=filtered)
+        except ExportError as exc:
+            raise exceptions.ValidationError({"detail": str(exc)}) from None
+        audit_change(
+            action=AuditEvent.Action.AUDIT_EXPORTED,
+            actor=request.user,
+            target="audit_events",
+            before=None,
+            after={
+                "filter": request.query_params.urlencode() if filtered else "",
+                "format": "proof_bundle" if filtered else "jsonl",
+                "via": "api",
+            },
+        )
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class AuditCheckpointSerializer(serializers.ModelSerializer):

@@ -99,6 +99,12 @@ def deliveries_claim(*, limit: int, now=None) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(delivery__claim_id=claim_id).order_by("sequence"))
 
 
+def delivery_enabled() -> bool:
+    """Whether events leave this server at all: a sink is configured. When none is, events are
+    kept (and listed as delivery off), never lost."""
+    return bool(settings.EGS2_MEMORY_API_URL)
+
+
 def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
     """Post due events until none are left, the sink asks to wait past the time budget, or the
     budget is spent. A failed batch makes the sink back off; a short backoff is waited out here,
@@ -107,7 +113,7 @@ def deliver_pending(*, time_budget_seconds: float = 60.0) -> DeliveryReport:
     sink_heartbeat()
     deliveries_queue_new()  # even when delivery is off: the backlog is visible as pending rows
     base_url, token = settings.EGS2_MEMORY_API_URL, settings.EGS2_MEMORY_API_TOKEN
-    if not base_url:
+    if not delivery_enabled():
         report.skipped = "EGS2_MEMORY_API_URL is not set; events stay pending"
         return report
     if not token:

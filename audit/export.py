@@ -136,9 +136,10 @@ def _event_rows(source: str, span: ExportRange) -> Iterator[dict]:
     )
 
 
-def export_jsonl(out, span: ExportRange, *, source: str = SOURCE) -> int:
-    """Write the events of `span` and the checkpoints in it; returns how many events."""
-    header = {
+def jsonl_records(span: ExportRange, *, source: str = SOURCE) -> Iterator[dict]:
+    """The export's lines as records, read as they are yielded: the header, the events of `span`,
+    then the checkpoints in it."""
+    yield {
         "type": EXPORT_TYPE,
         "version": EXPORT_VERSION,
         "source": source,
@@ -148,16 +149,21 @@ def export_jsonl(out, span: ExportRange, *, source: str = SOURCE) -> int:
         "last_sequence": span.last,
         "events": max(span.last - span.first + 1, 0),
     }
-    _write(out, header)
-    written = 0
     for row in _event_rows(source, span):
-        _write(out, {"type": "audit_event", **event_record(row)})
-        written += 1
+        yield {"type": "audit_event", **event_record(row)}
     checkpoints = AuditCheckpoint.objects.filter(
         source=source, sequence__gte=span.first - 1, sequence__lte=span.last
     ).order_by("number")
     for checkpoint in checkpoints.iterator():
-        _write(out, checkpoint_record(checkpoint))
+        yield checkpoint_record(checkpoint)
+
+
+def export_jsonl(out, span: ExportRange, *, source: str = SOURCE) -> int:
+    """Write the events of `span` and the checkpoints in it; returns how many events."""
+    written = 0
+    for record in jsonl_records(span, source=source):
+        _write(out, record)
+        written += record["type"] == "audit_event"
     return written
 
 
@@ -199,7 +205,11 @@ def ocsf_event(record: dict) -> dict:
     )
     outcome = record["outcome"]
     successful = outcome in _SUCCESSFUL
-    severity_id = 1 if successful else (4 if outcome == AuditEvent.Outcome.ERROR else 2)
+    declined = outcome == AuditEvent.Outcome.NOT_OFFERED  # a probe the protocol allows: no failure
+    severity_id = 1 if successful or declined else (4 if outcome == AuditEvent.Outcome.ERROR else 2)
+    status_id, status = (
+        (1, "Success") if successful else (99, "Other") if declined else (2, "Failure")
+    )
     moment = dt.datetime.strptime(record["occurred_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=dt.UTC
     )
@@ -217,8 +227,8 @@ def ocsf_event(record: dict) -> dict:
         "type_name": f"API Activity: {activity}",
         "time": int(moment.timestamp() * 1000),
         "severity_id": severity_id,
-        "status_id": 1 if successful else 2,
-        "status": "Success" if successful else "Failure",
+        "status_id": status_id,
+        "status": status,
         "status_detail": record["detail"] or outcome,
         "api": {
             "operation": action,
@@ -250,42 +260,3 @@ def _endpoint(address: str) -> dict:
         return {"ip": str(ipaddress.ip_address(address))}
     except ValueError:
         return {"name": address} if address else {}
-
-
-def export_filtered_jsonl(events, *, query: str, source: str = SOURCE) -> Iterator[str]:
-    """The lines of a filtered event list's export, in the JSONL format above: a header saying
-    which filter chose the events, the events in sequence order (every hashed field and the hash,
-    so each event's hash recomputes), then the checkpoints within their sequences. The events a
-    filter leaves out break the links between those it keeps; `complete` says so."""
-    rows = (
-        events.filter(source=source)
-        .order_by("sequence")
-        .values(*EVENT_FIELDS)
-        .iterator(chunk_size=CHUNK)
-    )
-    bounds = events.filter(source=source).aggregate(first=Min("sequence"), last=Max("sequence"))
-    first, last = bounds["first"] or 1, bounds["last"] or 0
-    yield _line(
-        {
-            "type": EXPORT_TYPE,
-            "version": EXPORT_VERSION,
-            "source": source,
-            "origin": origin_for(source),
-            "exported_at": occurred_at_text(timezone.now()),
-            "first_sequence": first,
-            "last_sequence": last,
-            "filter": query,
-            "complete": not query,
-        }
-    )
-    for row in rows:
-        yield _line({"type": "audit_event", **event_record(row)})
-    checkpoints = AuditCheckpoint.objects.filter(
-        source=source, sequence__gte=first - 1, sequence__lte=last
-    ).order_by("number")
-    for checkpoint in checkpoints.iterator():
-        yield _line(checkpoint_record(checkpoint))
-
-
-def _line(value: dict) -> str:
-    return orjson.dumps(value).decode() + "\n"

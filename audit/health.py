@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.utils import timezone
 
+from audit.delivery import delivery_enabled
 from audit.models import DeliveryAlarm, SinkStatus
 from audit.selectors import audit_backlog
 
@@ -25,7 +26,7 @@ def delivery_report(report: dict) -> list[str]:
     count, oldest = audit_backlog()
     oldest_age = _age(oldest, now)
     report["audit_backlog"] = {"pending": count, "oldest_seconds": oldest_age}
-    enabled = bool(settings.EGS2_MEMORY_API_URL)
+    enabled = delivery_enabled()
     delivery: dict[str, object] = {"enabled": enabled}
     if status is not None:
         delivery["last_error"] = status.last_error or None

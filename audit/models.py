@@ -43,6 +43,9 @@ class AuditEvent(models.Model):
         MCP_PREFLIGHT = "mcp.preflight", _("MCP CORS 사전 요청")
         MCP_REQUEST = "mcp.request", _("MCP 기타 요청")
         MCP_REFUSALS_SUMMARY = "mcp.refusals_summary", _("MCP 거부 요약")
+        MCP_STREAM_OPEN = "mcp.stream_open", _("MCP 서버 스트림 요청 (GET)")
+        MCP_RECEIPT = "mcp.receipt", _("MCP 호출 영수증 조회")
+        MCP_SESSION_END = "mcp.session_end", _("MCP 세션 종료 요청 (DELETE)")
         SERVER_CREATED = "registry.server_created", _("서버 등록")
         SERVER_UPDATED = "registry.server_updated", _("서버 변경")
         SERVER_DELETED = "registry.server_deleted", _("서버 삭제")
@@ -66,15 +69,22 @@ class AuditEvent(models.Model):
         CONSOLE_CALL = "console.call", _("콘솔 호출")
         CONSOLE_TURN_VIEWED = "console.turn_viewed", _("콘솔 기록 열람")
         CONSOLE_ANSWER_DOWNLOADED = "console.answer_downloaded", _("콘솔 답변 CSV 내려받기")
+        CONSOLE_HISTORY_EXPIRED = "console.history_expired", _("콘솔 기록 보관 기간 만료 삭제")
         API_TOKEN_ISSUED = "core.api_token_issued", _("API 토큰 발급")
         API_TOKEN_REVOKED = "core.api_token_revoked", _("API 토큰 폐기")
         USER_CREATED = "auth.user_created", _("사용자 생성")
         USER_CHANGED = "auth.user_changed", _("사용자 변경")
         USER_DELETED = "auth.user_deleted", _("사용자 삭제")
         USER_PASSWORD_SET = "auth.user_password_set", _("사용자 비밀번호 설정")
+        AUTH_LOGIN_FAILED = "auth.login_failed", _("로그인 실패")
+        AUTH_LOCKED_OUT = "auth.locked_out", _("로그인 잠금")
+        TOTP_DEVICE_ADDED = "auth.totp_device_added", _("인증 앱 등록")
+        TOTP_DEVICE_REMOVED = "auth.totp_device_removed", _("인증 앱 삭제")
         GROUP_CREATED = "auth.group_created", _("그룹 생성")
         GROUP_CHANGED = "auth.group_changed", _("그룹 변경")
         GROUP_DELETED = "auth.group_deleted", _("그룹 삭제")
+        SSO_SIGNED_IN = "auth.sso_signed_in", _("SSO 로그인")
+        SSO_REFUSED = "auth.sso_refused", _("SSO 로그인 거부")
         SIGNING_KEY_RETIRED = "audit.signing_key_retired", _("서명 키 퇴역")
         AUDIT_EXPORTED = "audit.exported", _("감사 로그 내보내기")
 
@@ -91,6 +101,12 @@ class AuditEvent(models.Model):
         ERROR = "error", _("서버 오류")
         CHANGED = "changed", _("변경")
         SUMMARY = "summary", _("요약 (예산을 넘은 거부 집계)")
+        # The tool answered, with a refusal: the question was read and not run (its reason says
+        # why: out_of_data, unread_words, masked_condition, proof_disagrees, not_understood).
+        REFUSED = "refused", _("질문 거부")
+        # A request the protocol allows and this server does not offer (MCP Streamable HTTP: GET
+        # for a server-sent stream, DELETE to end a session), answered 405 as the spec says.
+        NOT_OFFERED = "not_offered", _("제공하지 않는 요청 (405)")
 
     class Reason(models.TextChoices):
         """Why an /mcp request was refused or failed, as its event's detail stores it. Not a
@@ -119,9 +135,24 @@ class AuditEvent(models.Model):
         OUT_OF_DATA = "out_of_data", _("KB에 없는 데이터에 대한 질문")
         PROOF_DISAGREES = "proof_disagrees", _("두 번 읽은 뜻이 다른 질문")
         NOT_UNDERSTOOD = "not_understood", _("읽을 수 없는 질문")
+        RECEIPT_UNKNOWN = "receipt_unknown", _("없는 영수증 (이 위임의 호출이 아님)")
+        RECEIPT_PENDING = "receipt_pending", _("아직 체크포인트가 덮지 않은 호출")
         INVALID_PLAN = "invalid_plan", _("잘못된 조회 계획")
         ENGINE_ERROR = "engine_error", _("조회 엔진 오류")
         EXCEPTION = "exception", _("처리 중 예외")
+
+    # Outcomes of a request that got no answer: refused at the gate, by the policy, or by the tool
+    # (a question it would not run). The dashboard, the list's filter and the overview count these.
+    REFUSED_OUTCOMES = (
+        Outcome.UNAUTHENTICATED,
+        Outcome.FORBIDDEN,
+        Outcome.RATE_LIMITED,
+        Outcome.REFUSED_ORIGIN,
+        Outcome.REFUSED_HOST,
+        Outcome.MALFORMED,
+        Outcome.TOO_LARGE,
+        Outcome.REFUSED,
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     source = models.CharField(_("출처"), max_length=32, default="hyperbook")

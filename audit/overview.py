@@ -16,17 +16,8 @@ from audit import selectors
 from audit.models import AuditCheckpoint, AuditEvent, ChainVerification
 
 Outcome = AuditEvent.Outcome
-# Requests refused before or instead of an answer; a summary event counts those past the
-# per-address budget (its `changes.counts` holds "status reason" -> n).
-REFUSED = (
-    Outcome.UNAUTHENTICATED,
-    Outcome.FORBIDDEN,
-    Outcome.REFUSED_ORIGIN,
-    Outcome.REFUSED_HOST,
-    Outcome.RATE_LIMITED,
-    Outcome.MALFORMED,
-    Outcome.TOO_LARGE,
-)
+# Requests refused before or instead of an answer are AuditEvent.REFUSED_OUTCOMES; a summary event
+# counts those past the per-address budget (its `changes.counts` holds "status reason" -> n).
 HOUR_FORMAT = "%Y-%m-%dT%H"  # how an hour is named in the event list's `hour` filter
 # A flood from many addresses writes one summary per address and window: past this many in a day,
 # only the newest are read (the page says so), so the page stays fast whatever a flood wrote.
@@ -82,7 +73,7 @@ def audit_overview(*, hours: int = 24, now: dt.datetime | None = None) -> AuditO
 
     recorded = Counter(
         dict(
-            recent.filter(outcome__in=REFUSED)
+            recent.filter(outcome__in=AuditEvent.REFUSED_OUTCOMES)
             .values_list("detail")
             .annotate(n=Count("id"))
             .order_by()

@@ -93,11 +93,16 @@ def proof_bundle(sequences: Iterable[int], *, source: str = SOURCE) -> Iterator[
     proofs = [
         event_inclusion(sequence=s, tree_size=checkpoint.sequence, source=source) for s in wanted
     ]
-    yield {
+    yield bundle_header(source)
+    for sequence, proof in zip(wanted, proofs, strict=True):
+        yield {"type": PROOF_TYPE, "event": event_record(rows[sequence]), **proof}
+
+
+def bundle_header(source: str) -> dict:
+    """A proof bundle's first line."""
+    return {
         "type": BUNDLE_TYPE,
         "version": BUNDLE_VERSION,
         "source": source,
         "origin": origin_for(source),
     }
-    for sequence, proof in zip(wanted, proofs, strict=True):
-        yield {"type": PROOF_TYPE, "event": event_record(rows[sequence]), **proof}

@@ -17,16 +17,6 @@ TIME_RANGES = {
 }
 # What a client request id is made of as the /mcp gate keeps it, and so a console exchange id.
 EXCHANGE_ID_RE = re.compile(r"[A-Za-z0-9._:~-]{1,64}")
-# Outcomes of a request that got no answer: refused at the gate or by the policy.
-REFUSED_OUTCOMES = (
-    AuditEvent.Outcome.UNAUTHENTICATED,
-    AuditEvent.Outcome.FORBIDDEN,
-    AuditEvent.Outcome.RATE_LIMITED,
-    AuditEvent.Outcome.REFUSED_ORIGIN,
-    AuditEvent.Outcome.REFUSED_HOST,
-    AuditEvent.Outcome.MALFORMED,
-    AuditEvent.Outcome.TOO_LARGE,
-)
 
 
 def events_in_sequence(

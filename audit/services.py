@@ -2,8 +2,12 @@
 
 import functools
 import logging
+import time
 from collections.abc import Iterable
+from typing import NamedTuple
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from django.utils import timezone
 
@@ -170,6 +174,10 @@ def _fit_to_columns(row: dict) -> None:
         value = row[name]
         if isinstance(value, str) and len(value) > max_length:
             row[name] = value[:max_length]
+    if row["latency_ms"] is not None:
+        # The hash covers three decimals (audit.chain): the stored value is exactly what it
+        # covers, so no digit of it can change unseen.
+        row["latency_ms"] = round(float(row["latency_ms"]), 3)
 
 
 def audit_record(**values) -> AuditEvent:
@@ -225,3 +233,33 @@ after_append_committed = _no_follow_up
 
 def _queue_delivery(last_sequence: int) -> None:
     after_append_committed(last_sequence)
+
+
+# --- what anyone can cause ------------------------------------------------------------------
+
+
+def client_text(value, limit: int = 128) -> str:
+    """What a client sent, fit for a column: no NUL, no lone surrogate, cut to `limit`."""
+    text = str(value or "")[:limit].replace("\x00", "\\x00")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class BudgetAdmission(NamedTuple):
+    record: bool  # record this event
+    first_past: bool  # it is the first past the budget: say so, and that the rest go unrecorded
+
+
+def refusal_budget_admit(*, kind: str, address: str) -> BudgetAdmission:
+    """Events anyone can cause without holding anything (a refused token request, a failed login)
+    are recorded one by one up to AUDIT_REFUSALS_PER_ADDRESS per address, kind and window of
+    AUDIT_REFUSAL_WINDOW_SECONDS; one more says the budget was reached, and the rest of the window
+    is not recorded. Counted in Django's cache."""
+    window = settings.AUDIT_REFUSAL_WINDOW_SECONDS
+    key = f"audit:budget:{kind}:{address or 'unknown'}:{int(time.time() // window)}"
+    cache.add(key, 0, timeout=window * 2)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        count = 1
+    limit = settings.AUDIT_REFUSALS_PER_ADDRESS
+    return BudgetAdmission(record=count <= limit + 1, first_past=count == limit + 1)

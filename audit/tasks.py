@@ -6,7 +6,7 @@ from celery import shared_task
 from django.conf import settings
 
 from audit.checkpoints import checkpoint_create_if_due
-from audit.delivery import deliver_pending
+from audit.delivery import deliver_pending, delivery_enabled
 from audit.nudges import nudger
 from audit.services import SOURCE
 from audit.verification import JOB_LOST_AFTER_SECONDS, verification_run
@@ -33,7 +33,7 @@ def request_delivery() -> None:
     second per process: the task drains everything pending, and the periodic sweep covers a
     message that is lost."""
     global _last_request
-    if not settings.EGS2_MEMORY_API_URL:
+    if not delivery_enabled():
         return  # delivery is off: events stay pending until the URL is set and the sweep runs
     now = time.monotonic()
     if now - _last_request < 1.0:
@@ -56,7 +56,7 @@ def create_checkpoint() -> int | None:
         witness_latest_checkpoint.delay()
     if checkpoint is None:
         return None
-    if settings.EGS2_MEMORY_API_URL:
+    if delivery_enabled():
         deliver_pending_events.delay()
     return checkpoint.number
 

@@ -11,6 +11,7 @@ CPU more per `tools/call` (docs/decisions/0003-…).
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from django.db import close_old_connections
 
@@ -27,13 +28,14 @@ class AuditWriter:
         self._queued: list[tuple[dict, asyncio.Future]] = []
         self._appending: asyncio.Task | None = None
 
-    async def record(self, values: dict) -> None:
-        """Append one event; returns once it is committed (raises if it could not be)."""
+    async def record(self, values: dict) -> "Appended":
+        """Append one event; returns its id and sequence once it is committed (raises if it
+        could not be)."""
         future = asyncio.get_running_loop().create_future()
         self._queued.append((values, future))
         if self._appending is None:
             self._appending = asyncio.ensure_future(self._append_queued())
-        await future
+        return await future
 
     async def close(self) -> None:
         """Return once every queued event is written (or has failed)."""
@@ -46,7 +48,7 @@ class AuditWriter:
             while self._queued:
                 batch, self._queued = self._queued[:MAX_BATCH], self._queued[MAX_BATCH:]
                 try:
-                    errors = await loop.run_in_executor(
+                    outcomes = await loop.run_in_executor(
                         None, _append_batch, [values for values, _ in batch]
                     )
                 except asyncio.CancelledError:
@@ -54,26 +56,34 @@ class AuditWriter:
                         future.cancel()
                     raise
                 except Exception as exc:  # the executor itself failed: nobody is left waiting
-                    errors = [exc] * len(batch)
-                for (_, future), error in zip(batch, errors, strict=True):
+                    outcomes = [exc] * len(batch)
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
                     if future.done():
                         continue
-                    if error is None:
-                        future.set_result(None)
+                    if isinstance(outcome, Appended):
+                        future.set_result(outcome)
                     else:
-                        future.set_exception(error)
+                        future.set_exception(outcome)
         finally:
             self._appending = None
 
 
-def _append_batch(events: list[dict]) -> list[BaseException | None]:
+@dataclass(frozen=True)
+class Appended:
+    """Where a committed event is in the log: what a caller may be told to ask a receipt for."""
+
+    event_id: str
+    sequence: int
+
+
+def _append_batch(events: list[dict]) -> list["Appended | BaseException"]:
     """Append the events in one transaction; if that fails, each on its own, so that one bad event
-    does not fail its neighbours. Returns each event's error, or None."""
+    does not fail its neighbours. Returns each event's place in the log, or its error."""
     close_old_connections()
     try:
         with tracing.span("audit.append", _traced(events) if tracing.enabled() else None):
-            audit_events_append(events=events)
-        return [None] * len(events)
+            appended = audit_events_append(events=events)
+        return [Appended(str(event.id), event.sequence) for event in appended]
     except Exception as exc:
         if len(events) == 1:
             # Reported to the waiting request, which then fails closed (answers 503).

@@ -3,6 +3,10 @@ the tool, each stage of an answer (reading the question, parsing the plan, the p
 execution, the answer's shape) and the audit append, each with the request id, exported over
 OTLP/HTTP (the exporter reads its own OTEL_* settings: headers, timeout, service name).
 
+A span keeps names of ours only: never the prompt, the words of a question, a row's values or a
+token. An error is kept as its type and, where the code names one, a fixed reason code, never as
+its message or stack: a refusal's message quotes the words it could not read.
+
 With the variable unset nothing is configured and `span()` hands back one shared null context:
 no tracer, no span objects, and the OpenTelemetry SDK is never imported.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import enum
 import functools
 import logging
 import os
@@ -31,6 +36,8 @@ _configured = False
 # to carry it too (asgiref copies the context into them).
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 REQUEST_ID = "hyperbook.request_id"
+ERROR_TYPE = "error.type"  # OpenTelemetry's name for it
+REASON = "hyperbook.reason"
 
 
 def tracing_configure() -> bool:
@@ -90,7 +97,7 @@ def span(name: str, attributes: dict | None = None):
     request_id = _request_id.get()
     if request_id:
         attributes.setdefault(REQUEST_ID, request_id)
-    return _tracer.start_as_current_span(name, attributes=attributes)
+    return _started(name, attributes=attributes)
 
 
 def traced(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
@@ -128,6 +135,38 @@ def request_span(name: str, attributes: dict | None = None, *, client_traceparen
     request_id = _request_id.get()
     if request_id:
         attributes.setdefault(REQUEST_ID, request_id)
-    return _tracer.start_as_current_span(
-        name, context=context.Context(), attributes=attributes, links=links
-    )
+    return _started(name, context=context.Context(), attributes=attributes, links=links)
+
+
+def span_failed(error: BaseException, reason: enum.Enum) -> None:
+    """Mark the current span failed: `error`'s type and `reason`'s value (an enum member, so no
+    free text can be passed), for an error the code handles inside its span."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    _failed(trace.get_current_span(), error, reason)
+
+
+@contextlib.contextmanager
+def _started(name: str, **options):
+    # The SDK's defaults would add the exception's message and stack as an event and its message
+    # as the status description; an exception leaving the span keeps only its type here.
+    assert _tracer is not None
+    with _tracer.start_as_current_span(
+        name, record_exception=False, set_status_on_exception=False, **options
+    ) as current:
+        try:
+            yield current
+        except Exception as error:
+            _failed(current, error)
+            raise
+
+
+def _failed(current, error: BaseException, reason: enum.Enum | None = None) -> None:
+    from opentelemetry.trace import StatusCode
+
+    current.set_attribute(ERROR_TYPE, type(error).__qualname__)
+    if reason is not None:
+        current.set_attribute(REASON, str(reason.value))
+    current.set_status(StatusCode.ERROR)

@@ -16,7 +16,7 @@ from audit.api import (
 from core.metrics import MetricsView
 from core.views import healthz
 from signin import views as signin_views
-from signin.urls import signin_patterns, toolkit_patterns
+from signin.urls import signin_patterns, sso_patterns, toolkit_patterns
 
 router = DefaultRouter()
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
@@ -30,6 +30,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("oauth/", include((toolkit_patterns, "oauth2_provider"))),
     path("oauth/", include((signin_patterns, "signin"))),
+    path("oidc/", include(sso_patterns)),
     # Where the MCP SDKs register a client when the metadata names no registration endpoint
     # (dynamic registration off): the same view, so they show why and what to do instead.
     path("register", signin_views.RegistrationView.as_view(), name="register"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from audit.models import AuditEvent
-from audit.writer import AuditWriter
+from audit.writer import Appended, AuditWriter
 from mcpserver.records import RequestRecord
 
 # Past this many addresses in one window, further ones share one summary ("*"): an attacker
@@ -137,12 +137,12 @@ class RequestAuditor:
     async def close(self) -> None:
         await self.writer.close()
 
-    async def completed(self, record: RequestRecord) -> None:
-        """Returns once the request's event is committed (or counted for a summary); raises if
-        it could not be."""
+    async def completed(self, record: RequestRecord) -> Appended | None:
+        """Returns once the request's event is committed, with its place in the log (None when
+        it is only counted for a summary); raises if it could not be."""
         if is_unauthenticated_refusal(record) and not await self._admit(record):
-            return  # counted for its window's summary
-        await self.writer.record(event_values(record))
+            return None  # counted for its window's summary
+        return await self.writer.record(event_values(record))
 
     async def _admit(self, record: RequestRecord) -> bool:
         address = record.client or "unknown"

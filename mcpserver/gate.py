@@ -22,7 +22,7 @@ from audit.services import prompt_fingerprint
 from core import tracing
 from core.redaction import redact_secrets
 from kb.policy import query_refusal
-from mcpserver import metrics
+from mcpserver import metrics, receipts
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers, rpc_error
 from mcpserver.principals import Authentication, Principal, authenticate_token
 from mcpserver.ratelimit import RateLimits
@@ -125,6 +125,11 @@ class McpGate:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 finished = True
                 if await self._finish(record):
+                    if (
+                        record.appended is not None
+                        and record.action == AuditEvent.Action.MCP_TOOLS_CALL
+                    ):
+                        receipts.with_receipt(held, record.appended, self_url=record.self_url)
                     for held_message in held:
                         await send(held_message)
                 else:
@@ -162,7 +167,7 @@ class McpGate:
         if self.auditor is None:
             return True
         try:
-            await self.auditor.completed(record)
+            record.appended = await self.auditor.completed(record)
         except Exception:
             logger.exception("mcp audit write failed request_id=%s", record.request_id)
             return False
@@ -172,10 +177,15 @@ class McpGate:
         request = _Request(
             scope=scope, receive=receive, headers=headers, record=record, known=known
         )
-        for check in self.checks:
+        receipt = scope["method"] == "GET" and receipts.is_receipt_path(scope.get("path", ""))
+        for check in self.receipt_checks if receipt else self.checks:
             refusal = await check(self, request)
             if refusal is not None:
                 return await _apply(send, record, refusal)
+        if receipt:
+            return await receipts.serve_receipt(
+                request.scope, _with_headers(send, request.cors), request.authenticated, record
+            )
         scope = {
             **scope,
             "state": {
@@ -216,8 +226,32 @@ class McpGate:
             # A preflight is answered here, allowed: nothing behind the gate has one to answer.
             request.record.action = AuditEvent.Action.MCP_PREFLIGHT
             return Refusal(204, Outcome.ALLOWED, None, (*request.cors, *_PREFLIGHT_HEADERS))
+        if receipts.is_receipt_path(request.scope.get("path", "")):
+            request.record.action = AuditEvent.Action.MCP_RECEIPT
+            if method == "GET":
+                return None
+            return Refusal(
+                405,
+                Outcome.MALFORMED,
+                Reason.METHOD,
+                ((b"allow", b"GET, OPTIONS"), *request.cors),
+                rpc_error(INVALID_REQUEST, "Method not allowed: a receipt is read with GET"),
+            )
         if method == "POST":
             return None
+        if method in _PROBES:
+            # What the spec lets a client try and a server decline with 405: recorded as such, not
+            # as a malformed request (the official clients send both as a matter of course).
+            request.record.action = _PROBES[method]
+            return Refusal(
+                405,
+                Outcome.NOT_OFFERED,
+                None,
+                ((b"allow", b"POST, OPTIONS"), *request.cors),
+                rpc_error(
+                    INVALID_REQUEST, "Method not allowed: this server is stateless; use POST"
+                ),
+            )
         return Refusal(
             405,
             Outcome.MALFORMED,
@@ -227,7 +261,9 @@ class McpGate:
         )
 
     async def _bearer_authenticated(self, request: "_Request") -> "Refusal | None":
-        request.self_url = self.resource_url or own_url(request.scope, request.headers)
+        request.self_url = request.record.self_url = self.resource_url or own_url(
+            {**request.scope, "path": "/mcp"}, request.headers
+        )
         authorization = request.headers.get("authorization")
         try:
             token = bearer_from_header(authorization)
@@ -325,6 +361,9 @@ class McpGate:
         _one_json_rpc_message,
         _tool_delegated,
     )
+    # A receipt (GET /mcp/receipts/<event id>) has no body: it is the caller's own, and nothing of
+    # it is parsed.
+    receipt_checks = checks[: checks.index(_stakeholder_permitted) + 1]
 
     async def _failed_authentication(self, request: "_Request", reason) -> "Refusal":
         """401, or 429 once this address has failed too often: a failure counts against its
@@ -392,6 +431,10 @@ async def _apply(send, record: RequestRecord, refusal: Refusal) -> None:
 
 # What a refused client is told: what happened and what to do, as the JSON-RPC error's message
 # (SDK clients show it) beside WWW-Authenticate's shorter error_description.
+# MCP Streamable HTTP: GET opens a server-sent stream, DELETE ends a session; a stateless server
+# offers neither and answers 405.
+_PROBES = {"GET": AuditEvent.Action.MCP_STREAM_OPEN, "DELETE": AuditEvent.Action.MCP_SESSION_END}
+
 HOST_REFUSED = (
     "Host not allowed: this server answers only the host names in its MCP_ALLOWED_HOSTS "
     "setting; if this name should reach it, its operator adds the name there."

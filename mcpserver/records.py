@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from audit.models import AuditEvent
+from audit.writer import Appended
 from core.redaction import looks_like_secret, redact_secrets
 from mcpserver.principals import Principal
 
@@ -50,6 +51,8 @@ class RequestRecord:
     row_count: int | None = None
     masked_columns: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
+    self_url: str = ""  # this server's /mcp, as the caller reached it (or MCP_RESOURCE_URL)
+    appended: Appended | None = None  # the event, once committed
 
 
 CLIENT_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:~-]{1,64}")  # what request ids are made of

@@ -1,5 +1,6 @@
-"""Routes /mcp to the MCP application, answers the well-known routes (the RFC 9728 metadata, the
-JWKS of hyperbook's ORDS assertions) itself, and sends everything else to Django."""
+"""Routes /mcp and its receipts to the MCP application, answers the well-known routes (the RFC
+9728 metadata, the JWKS of hyperbook's ORDS assertions) itself, and sends everything else to
+Django."""
 
 import logging
 from contextlib import AsyncExitStack
@@ -10,6 +11,7 @@ from uuid_utils.compat import uuid7
 
 from kb.assertions import signing_keys
 from mcpserver.http import host_allowed, json_reply, own_url, request_headers
+from mcpserver.receipts import is_receipt_path
 from mcpserver.server import McpApplication
 
 logger = logging.getLogger("hyperbook.mcp")
@@ -33,7 +35,7 @@ class Router:
         if scope["type"] == "lifespan":
             return await self._lifespan(receive, send)
         path = scope.get("path", "")
-        if scope["type"] == "http" and path in MCP_PATHS:
+        if scope["type"] == "http" and (path in MCP_PATHS or is_receipt_path(path)):
             return await self.mcp_app(scope, receive, send)
         if scope["type"] == "http" and path in METADATA_PATHS:
             return await _protected_resource_metadata(scope, send)

@@ -46,11 +46,11 @@ Outcome = AuditEvent.Outcome
 Reason = AuditEvent.Reason
 
 # How each refusal of the KB is recorded, most specific first; a reason of None records the
-# refusal's own (a question refused by name: unread_words, …). A refusal is an answer (recorded
-# as allowed); an asker barred by the policy is forbidden; the rest are the tool's errors.
+# refusal's own (a question refused by name: unread_words, …). A question the tool would not run
+# is refused; an asker barred by the policy is forbidden; the rest are the tool's errors.
 _KB_REFUSALS: tuple[tuple[type[KbError], AuditEvent.Outcome, AuditEvent.Reason | None], ...] = (
     (PolicyRefused, Outcome.FORBIDDEN, Reason.POLICY_REFUSED),
-    (ConditionRefused, Outcome.ALLOWED, None),
+    (ConditionRefused, Outcome.REFUSED, None),
     (OrdsError, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR),
     (PlanError, Outcome.TOOL_ERROR, Reason.INVALID_PLAN),
 )
@@ -68,7 +68,12 @@ def _recorded_as(exc: KbError) -> tuple[AuditEvent.Outcome, AuditEvent.Reason]:
     return Outcome.TOOL_ERROR, Reason.ENGINE_ERROR
 
 
-def _answered_with_error(record, outcome: AuditEvent.Outcome, reason: AuditEvent.Reason) -> None:
+def _answered_with_error(
+    record, error: Exception, outcome: AuditEvent.Outcome, reason: AuditEvent.Reason
+) -> None:
+    # The span gets the error's type and the audit's reason: a refusal's message quotes the
+    # question's words, so it stays out of the trace.
+    tracing.span_failed(error, reason)
     if reason != AuditEvent.Reason.INVALID_ARGUMENTS:  # the engine refused, not the schema
         kb_metrics.refusal_counted(reason)
     if record is not None:
@@ -108,26 +113,26 @@ def build_server() -> Server:
         if principal is None or tool.TOOL_NAME not in principal.tools:
             # The gate refuses these with 403 first; this is the second line, never the only one.
             raise MCPError(types.INVALID_REQUEST, "Not permitted")
-        try:
-            question = tool.checked_arguments(params.arguments)
-        except tool.ArgumentError as exc:
-            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
-            return tool.error_result(f"Invalid arguments: {exc}")
-        try:
-            with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
+        with tracing.span("kb.tool", {"mcp.tool": tool.TOOL_NAME}):
+            try:
+                question = tool.checked_arguments(params.arguments)
+            except tool.ArgumentError as exc:
+                _answered_with_error(record, exc, Outcome.TOOL_ERROR, Reason.INVALID_ARGUMENTS)
+                return tool.error_result(f"Invalid arguments: {exc}")
+            try:
                 answer = await _answer_in_db_thread(principal, question)
-        except KbError as exc:
-            # Refusals are written in the question's language; the fallback follows it too.
-            _answered_with_error(record, *_recorded_as(exc))
-            with translation.override(question.language):
-                return tool.error_result(exc.message or _("이 사용자에게 조회 권한 없음"))
-        except Exception:
-            request_id = record.request_id if record is not None else "-"
-            logger.exception("tool failed request_id=%s", request_id)
-            _answered_with_error(record, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
-            with translation.override(question.language):
-                message = _("조회 중 오류가 발생했습니다 (request id %(request_id)s).")
-            return tool.error_result(message % {"request_id": request_id})
+            except KbError as exc:
+                # Refusals are written in the question's language; the fallback follows it too.
+                _answered_with_error(record, exc, *_recorded_as(exc))
+                with translation.override(question.language):
+                    return tool.error_result(exc.message or _("이 사용자에게 조회 권한 없음"))
+            except Exception as exc:
+                request_id = record.request_id if record is not None else "-"
+                logger.exception("tool failed request_id=%s", request_id)
+                _answered_with_error(record, exc, Outcome.TOOL_ERROR, Reason.ENGINE_ERROR)
+                with translation.override(question.language):
+                    message = _("조회 중 오류가 발생했습니다 (request id %(request_id)s).")
+                return tool.error_result(message % {"request_id": request_id})
         if record is not None:
             record.row_count = answer.get("row_count")
             record.masked_columns = list(answer.get("masked_columns", []))

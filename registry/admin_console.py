@@ -1,6 +1,7 @@
 """The MCP discovery console inside the admin: thin views over registry.console."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
@@ -130,6 +131,7 @@ class ConsoleAdmin(admin.ModelAdmin):
             "masked_columns": console.masked_labels(turn.rendered) if turn is not None else [],
             "exchange_url": _exchange_url(request, turn),
             "history": console.console_history(user=request.user)[:30],
+            "retention_days": settings.CONSOLE_HISTORY_RETENTION_DAYS,
         }
         return TemplateResponse(request, "admin/registry/console.html", context)
 

@@ -9,9 +9,11 @@ token. Every failure, expected or not, ends as a Korean message and an audit eve
 import math
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from audit.models import AuditEvent
@@ -278,6 +280,23 @@ def console_turn_viewed(*, turn: ConsoleTurn, viewer) -> None:
         target=f"console_turn:{turn.pk}",
         detail=f"owner:{turn.user_id}",
     )
+
+
+def console_history_expire(*, now: datetime | None = None) -> int:
+    """Delete every admin's turns older than CONSOLE_HISTORY_RETENTION_DAYS; one audit event says
+    how many and up to when, never what they held. Returns how many were deleted."""
+    days = settings.CONSOLE_HISTORY_RETENTION_DAYS
+    before = (now or timezone.now()) - timedelta(days=days)
+    with transaction.atomic():
+        deleted, _ = ConsoleTurn.objects.filter(created_at__lt=before).delete()
+        audit_record(
+            action=AuditEvent.Action.CONSOLE_HISTORY_EXPIRED,
+            outcome=AuditEvent.Outcome.CHANGED,
+            actor="system",
+            target="console_turns",
+            changes={"deleted": deleted, "older_than": before.isoformat(), "retention_days": days},
+        )
+    return deleted
 
 
 def console_history_delete(*, user, turn_id: int | None = None) -> int:

@@ -61,7 +61,7 @@ def _audit_figures() -> list[Figure]:
     )
     events = "admin:audit_auditevent_changelist"
     calls = today.count()
-    refused = today.filter(outcome__in=audit_selectors.REFUSED_OUTCOMES).count()
+    refused = today.filter(outcome__in=AuditEvent.REFUSED_OUTCOMES).count()
     figures = [
         Figure(
             "calls",

@@ -13,7 +13,7 @@ from oauth2_provider.models import (
 
 from audit.models import AuditEvent
 from audit.services import audit_change
-from signin.models import EnterpriseIdp, StakeholderLogin
+from signin.models import EnterpriseIdp, SsoIdentity, StakeholderLogin
 
 Application = get_application_model()
 
@@ -139,3 +139,24 @@ class EnterpriseIdpAdmin(_Audited, admin.ModelAdmin):
     @staticmethod
     def target(obj) -> str:
         return f"enterprise_idp:{obj.pk}"
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Who signed in through the company's OpenID provider, as the provider names them. Read
+    only: the provider's claims decide groups and links at each sign-in, and a person is kept out
+    by deactivating their login (or at the provider), not by editing this."""
+
+    list_display = ("user", "subject", "issuer", "created_at", "last_sign_in_at")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "subject")
+    readonly_fields = ("user", "issuer", "subject", "created_at", "last_sign_in_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,21 +1,19 @@
 """Signing an agent in, as rules: who may grant, what a grant is (a TokenDelegation, under the
 same rules as an issued one), how its access token is bound and renewed, and how it ends."""
 
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
 from audit.models import AuditEvent
-from audit.services import audit_record
+from audit.services import audit_record, client_text, refusal_budget_admit
 from kb.models import Stakeholder
 from kb.policy import query_refusal
 from registry.delegations import DelegationError, delegation_grant, delegation_revoke
@@ -147,30 +145,10 @@ class TokenRefusal(StrEnum):
     ASSERTION_REFUSED = "assertion_refused"  # a verified ID-JAG refused (claims, replay, mapping)
 
 
-# Refusals anyone can cause without holding anything (an unsupported grant) are recorded one by
-# one up to AUDIT_REFUSALS_PER_ADDRESS per address and window, as /mcp's are; then one event says
-# the budget was reached, and the rest of the window is not recorded. The others each concern a
-# grant, and are always recorded.
+# Refusals anyone can cause without holding anything (an unsupported grant) are recorded up to the
+# per-address budget (audit.services.refusal_budget_admit), as /mcp's are. The others each concern
+# a grant, and are always recorded.
 _BUDGETED = {TokenRefusal.UNSUPPORTED_GRANT, TokenRefusal.ASSERTION_INVALID}
-
-
-def _text(value, limit: int = 128) -> str:
-    """What a client sent, fit for a column: no NUL, no lone surrogate, cut to `limit`."""
-    text = str(value or "")[:limit].replace("\x00", "\\x00")
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _within_budget(address: str) -> tuple[bool, bool]:
-    """(record this one, it is the first past the budget)."""
-    window = settings.AUDIT_REFUSAL_WINDOW_SECONDS
-    key = f"signin:token-refusals:{address}:{int(time.time() // window)}"
-    cache.add(key, 0, timeout=window * 2)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        count = 1
-    limit = settings.AUDIT_REFUSALS_PER_ADDRESS
-    return count <= limit + 1, count == limit + 1
 
 
 def token_refusal_record(request, refusal: TokenRefusal, delegation=None, reason: str = "") -> None:
@@ -178,27 +156,27 @@ def token_refusal_record(request, refusal: TokenRefusal, delegation=None, reason
     Django request's META). Names the client, the grant type and the grant, never a secret;
     `reason` (what the client was told) follows the refusal in the detail."""
     headers = getattr(request, "headers", None) or {}
-    address = _text(headers.get("REMOTE_ADDR", ""), 64)
-    detail = f"{refusal}: {_text(reason, 256)}" if reason else str(refusal)
+    address = client_text(headers.get("REMOTE_ADDR", ""), 64)
+    detail = f"{refusal}: {client_text(reason, 256)}" if reason else str(refusal)
     if refusal in _BUDGETED:
-        record, first_past = _within_budget(address or "unknown")
-        if not record:
+        admission = refusal_budget_admit(kind="token-refusals", address=address)
+        if not admission.record:
             return
-        if first_past:
+        if admission.first_past:
             detail = f"{refusal}: budget reached, rest of window not recorded"
     audit_record(
         action=AuditEvent.Action.OAUTH_TOKEN_REFUSED,
         outcome=AuditEvent.Outcome.FORBIDDEN,
         http_status=400,
         client_address=address,
-        user_agent=_text(headers.get("HTTP_USER_AGENT", ""), 256),
+        user_agent=client_text(headers.get("HTTP_USER_AGENT", ""), 256),
         stakeholder_id=delegation.stakeholder_id if delegation is not None else "",
         delegation_id=delegation.pk if delegation is not None else None,
         actor="system",
         target=f"delegation:{delegation.pk}" if delegation is not None else "",
         changes={
-            "grant_type": _text(getattr(request, "grant_type", "")),
-            "client_id": _text(getattr(request, "client_id", "")),
+            "grant_type": client_text(getattr(request, "grant_type", "")),
+            "client_id": client_text(getattr(request, "client_id", "")),
         },
         detail=detail,
     )

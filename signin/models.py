@@ -146,3 +146,32 @@ class SeenAssertion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issuer} jti {self.jti}"
+
+
+class SsoIdentity(models.Model):
+    """The company identity provider's name for a person (issuer and subject), and the login it
+    signs in. A person is found by these two alone, never by e-mail or username: a provider may
+    let its users change those, and a local account of the same name must not be taken over."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="sso_identity",
+        verbose_name=_("사용자"),
+    )
+    issuer = models.CharField(_("발급자 (iss)"), max_length=255)
+    subject = models.CharField(_("주체 (sub)"), max_length=255)
+    created_at = models.DateTimeField(_("처음 로그인"), auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(_("마지막 로그인"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("SSO 계정")
+        verbose_name_plural = _("SSO 계정")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["issuer", "subject"], name="sso_identity_unique_subject"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ← {self.subject}"

@@ -4,7 +4,7 @@ metadata view reverses) and the sign-in pages."""
 from django.urls import path
 from oauth2_provider import views as toolkit
 
-from signin import views
+from signin import sso, views
 
 toolkit_patterns = [
     path("authorize/", views.ConsentView.as_view(), name="authorize"),
@@ -24,4 +24,13 @@ signin_patterns = [
     path("login/", views.SigninLoginView.as_view(), name="login"),
     path("agents/", views.my_agents, name="my-agents"),
     path("agents/<int:pk>/revoke/", views.my_agent_revoke, name="my-agent-revoke"),
+    path("second-factor/", views.second_factor, name="second-factor"),
+    path("second-factor/remove/", views.second_factor_remove, name="second-factor-remove"),
+]
+
+# /oidc/: single sign-on for people through the company's OpenID Connect provider (404 unless
+# OIDC_RP_CLIENT_ID is set). The provider's redirect URI for hyperbook is /oidc/callback/.
+sso_patterns = [
+    path("authenticate/", sso.SsoStartView.as_view(), name="oidc_authentication_init"),
+    path("callback/", sso.SsoCallbackView.as_view(), name="oidc_authentication_callback"),
 ]

@@ -1,17 +1,21 @@
-"""The sign-in pages: login, consent (the toolkit's authorization endpoint, with hyperbook's
-rules), and the user's own list of agents."""
+"""The sign-in pages: login (and its lockout page), consent (the toolkit's authorization
+endpoint, with hyperbook's rules), the user's own list of agents, and a staff account's
+authenticator app."""
 
 import json
+import math
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -28,7 +32,13 @@ from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestErro
 
 from registry.delegations import DelegationError
 from signin.clients import REGISTRATION_CLOSED, requesting_agent
-from signin.forms import ConsentForm, grantable_tools
+from signin.forms import (
+    ConsentForm,
+    LoginForm,
+    TotpConfirmForm,
+    TotpRemoveForm,
+    grantable_tools,
+)
 from signin.grants import (
     GrantTerms,
     default_grant_expiry,
@@ -38,7 +48,18 @@ from signin.grants import (
     grants_visible_to,
     stakeholder_of,
 )
+from signin.logins import lock_seconds_left
 from signin.resources import issuer_for, resource_url_for
+from signin.second_factor import (
+    second_factor_set_up_due,
+    totp_device_confirm,
+    totp_device_of,
+    totp_device_pending,
+    totp_device_remove,
+    totp_may_add,
+    totp_secret_text,
+    totp_setup_qr_svg,
+)
 from signin.server import (
     ID_JAG_GRANT_PROFILE,
     JWT_BEARER_GRANT,
@@ -55,6 +76,7 @@ class SigninLoginView(LoginView):
     is for. (Django's LoginView already answers with Cache-Control: no-store.)"""
 
     template_name = "signin/login.html"
+    authentication_form = LoginForm
 
     def get_context_data(self, **kwargs):
         return {
@@ -65,6 +87,33 @@ class SigninLoginView(LoginView):
             "site_title": "hyperbook",
             "title": _("에이전트 로그인"),
         }
+
+
+def lockout_page(request, original_response=None, credentials=None):
+    """What a login gets while its account or address is locked (django-axes'
+    AXES_LOCKOUT_CALLABLE): the login page's look, 429, and when to try again. The lock's details
+    come from the request (axes passes its arguments differently on its async path)."""
+    seconds = lock_seconds_left(request)
+    # Back to the login page the login came from (with its next=); from anywhere else (a single
+    # sign-on callback, whose query holds the provider's code), to the login page.
+    back = resolve_url(settings.LOGIN_URL)
+    if request.path in (reverse("admin:login"), reverse("signin:login")):
+        back = request.get_full_path()
+    response = render(
+        request,
+        "signin/lockout.html",
+        {
+            "minutes": math.ceil(seconds / 60),
+            "login_url": back,
+            "site_header": "hyperbook",
+            "site_title": "hyperbook",
+            "title": _("로그인 잠김"),
+        },
+        status=429,
+    )
+    response["Retry-After"] = str(seconds)
+    add_never_cache_headers(response)
+    return response
 
 
 def _with_iss(uri: str, issuer: str) -> str:
@@ -295,6 +344,73 @@ def my_agent_revoke(request, pk: int):
     if back:  # the list's way back stays after a revoke
         return redirect(f"{reverse('signin:my-agents')}?{urlencode({'next': back})}")
     return redirect("signin:my-agents")
+
+
+def _second_factor_page(request, *, status: int = 200, **context):
+    return render(
+        request,
+        "signin/second_factor.html",
+        {
+            **context,
+            "next": _safe_next(request),
+            "back_url": _back_url(request),
+            "site_header": "hyperbook",
+            "title": _("인증 앱"),
+        },
+        status=status,
+    )
+
+
+@never_cache
+@sensitive_post_parameters("code")
+@login_required
+def second_factor(request):
+    """인증 앱: add one (scan the QR code or type the secret, then confirm with a code it shows),
+    or see the one added and remove it."""
+    if not totp_may_add(request.user):
+        raise PermissionDenied
+    device = totp_device_of(request.user)
+    if device is not None:
+        return _second_factor_page(
+            request, device=device, remove_form=TotpRemoveForm(request=request, device=device)
+        )
+    pending = totp_device_pending(request.user)
+    form = TotpConfirmForm(
+        request.POST if request.method == "POST" else None, user=request.user, device=pending
+    )
+    if form.is_valid():
+        totp_device_confirm(request=request, device=pending)
+        messages.success(
+            request, _("인증 앱을 등록했습니다. 다음 로그인부터 인증 코드를 묻습니다.")
+        )
+        return redirect(_safe_next(request) or "signin:second-factor")
+    return _second_factor_page(
+        request,
+        pending=pending,
+        confirm_form=form,
+        qr_svg=totp_setup_qr_svg(pending),
+        secret=totp_secret_text(pending),
+        required=second_factor_set_up_due(request),
+        status=400 if form.is_bound else 200,
+    )
+
+
+@never_cache
+@sensitive_post_parameters("proof")
+@login_required
+@require_POST
+def second_factor_remove(request):
+    if not totp_may_add(request.user):
+        raise PermissionDenied
+    device = totp_device_of(request.user)
+    if device is None:
+        return redirect("signin:second-factor")
+    form = TotpRemoveForm(request.POST, request=request, device=device)
+    if not form.is_valid():
+        return _second_factor_page(request, device=device, remove_form=form, status=400)
+    totp_device_remove(user=request.user, actor=request.user, request=request)
+    messages.success(request, _("인증 앱을 삭제했습니다. 로그인에 인증 코드를 묻지 않습니다."))
+    return redirect("signin:second-factor")
 
 
 class ServerMetadataView(toolkit.OAuthServerMetadataView):

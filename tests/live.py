@@ -33,9 +33,12 @@ def database_url_for_servers() -> str:
 
 
 @contextmanager
-def live_server(log_path: Path, extra_env: dict | None = None, workers: int = 1):
-    """Start uvicorn on a free loopback port; yield its base URL; stop it at the end."""
-    port = free_port()
+def live_server(
+    log_path: Path, extra_env: dict | None = None, workers: int = 1, port: int | None = None
+):
+    """Start uvicorn on a free loopback port (or `port`, when a peer must know it first); yield
+    its base URL; stop it at the end."""
+    port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     env = {
         # The server's discovery console talks to the server's own /mcp unless told otherwise.

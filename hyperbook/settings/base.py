@@ -1,5 +1,6 @@
 """Settings shared by every environment; values come from the environment (12-factor)."""
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,6 +34,10 @@ INSTALLED_APPS = [
     "mcpserver",
     "oauth2_provider",
     "signin",
+    "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "mozilla_django_oidc",
 ]
 
 MIDDLEWARE = [
@@ -44,9 +49,13 @@ MIDDLEWARE = [
     "core.middleware.refuse_nul_in_query",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "signin.second_factor.second_factor_set_up_first",  # with LOGIN_REQUIRE_TOTP
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "hyperbook.urls"
@@ -63,6 +72,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "signin.context.sign_in_options",
             ],
         },
     },
@@ -289,6 +299,78 @@ OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
 LOGIN_URL = "signin:login"
+
+# People's sign-in (/admin/login/ and /oauth/login/, one form): local passwords unless
+# LOCAL_LOGIN_ENABLED is off, throttled by django-axes; single sign-on through the company's
+# OpenID Connect provider when OIDC_RP_CLIENT_ID is set (signin/sso.py).
+LOCAL_LOGIN_ENABLED = env_bool("LOCAL_LOGIN_ENABLED", True)
+SSO_ENABLED = bool(env_str("OIDC_RP_CLIENT_ID"))
+# The provider: its issuer and endpoints as its /.well-known/openid-configuration gives them
+# (`manage.py sso_endpoints <issuer>` prints these lines), and hyperbook's client there, whose
+# redirect URI is https://<this host>/oidc/callback/. Code flow with PKCE, the client secret sent
+# with HTTP Basic (the default every provider accepts), the ID token signed with RS256.
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = read_secret("OIDC_RP_CLIENT_SECRET")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_USE_PKCE = True
+OIDC_TOKEN_USE_BASIC_AUTH = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)  # the library's default is to wait forever
+OIDC_CALLBACK_CLASS = "signin.sso.SsoCallbackView"
+# Claims: the provider's groups that make a person an operator or an auditor here, and the claim
+# that names the stakeholder (KB_STAKEHOLDERS id) a person acts as.
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ADMIN_GROUPS = env_list("OIDC_ADMIN_GROUPS", ["mcp_admins"])
+OIDC_AUDITOR_GROUPS = env_list("OIDC_AUDITOR_GROUPS", ["auditors"])
+OIDC_STAKEHOLDER_CLAIM = env_str("OIDC_STAKEHOLDER_CLAIM", "stakeholder_id")
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out account or address
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN_ENABLED else []),
+    *(["signin.sso.SsoBackend"] if SSO_ENABLED else []),
+]
+
+# Failed logins, throttled by django-axes (the rules in signin/logins.py): LOGIN_FAILURE_LIMIT
+# failures lock the account, whichever addresses they came from, and, on its own, the address,
+# whichever accounts they tried, until LOGIN_COOLOFF_MINUTES have passed since the last one (or an
+# operator runs `manage.py axes_reset_username NAME` / `axes_reset_ip ADDRESS`). Each failure and
+# each lock is an audit event. The pages of both logins answer a locked-out login with a 429.
+LOGIN_FAILURE_LIMIT = max(env_int("LOGIN_FAILURE_LIMIT", 5), 1)
+LOGIN_COOLOFF_MINUTES = max(env_int("LOGIN_COOLOFF_MINUTES", 15), 1)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = "signin.logins.lockout_parameters"  # the account; the address
+# Counted in the database, which every worker and host shares, and audited as counted.
+AXES_HANDLER = "signin.logins.AuditedDatabaseHandler"
+# The socket's peer, REMOTE_ADDR: X-Forwarded-For is believed by the web server, and only from
+# FORWARDED_ALLOW_IPS; axes itself would read the headers django-ipware names, if it were installed.
+AXES_CLIENT_IP_CALLABLE = "signin.logins.client_address"
+# A name that matches no account is counted under a keyed fingerprint, never kept as typed.
+AXES_USERNAME_CALLABLE = "signin.logins.account_key"
+AXES_RESET_ON_SUCCESS = True  # the account's failures from that address (signin/logins.py)
+# A login refused while a lock holds is not counted: a locked address can then add no failures
+# to other accounts (LOGIN_FAILURE_LIMIT guesses per cool-off is all one address gets), and a
+# guesser who keeps trying does not make the lock last for ever.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "signin.views.lockout_page"
+# The audit is the record; axes' table is only its counts. Its own admin pages (English, showing
+# what was posted) and its log of every successful login are not kept.
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
+# Masked where axes copies a failed login's form into its table (the password always is).
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "otp_token", "proof", "csrfmiddlewaretoken"]
+
+# A second factor for local staff logins: an authenticator app (TOTP, django-otp), added on
+# /oauth/second-factor/ and asked for by the login form from then on. With LOGIN_REQUIRE_TOTP (on in
+# production) a staff login by password reaches only that page until it has added one. Sessions
+# of single sign-on are never asked: the company's provider does the second factor.
+LOGIN_REQUIRE_TOTP = env_bool("LOGIN_REQUIRE_TOTP", False)
+OTP_TOTP_ISSUER = "hyperbook"  # the name authenticator apps show beside the account
+
 MCP_PROMPT_MAX_LENGTH = env_int("MCP_PROMPT_MAX_LENGTH", 2000)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 65536)
 MCP_RATE_LIMIT = env_str("MCP_RATE_LIMIT", "120/minute")  # per delegation
@@ -339,7 +421,15 @@ AUDIT_WITNESS_QUORUM = max(env_int("AUDIT_WITNESS_QUORUM", 1), 1)
 AUDIT_WITNESS_TIMEOUT_SECONDS = env_int("AUDIT_WITNESS_TIMEOUT_SECONDS", 10)
 # A full chain check (every event read again) may be asked for from the admin this often.
 AUDIT_FULL_VERIFY_INTERVAL_SECONDS = env_int("AUDIT_FULL_VERIFY_INTERVAL_SECONDS", 3600)
+# The discovery console's history (each admin's own turns: the prompt, the rows as shown, the
+# JSON-RPC transcript without headers) is deleted this many days after each turn.
+CONSOLE_HISTORY_RETENTION_DAYS = max(env_int("CONSOLE_HISTORY_RETENTION_DAYS", 30), 1)
 CELERY_BEAT_SCHEDULE = {
+    # Four times a day, each run one audit event with its count (so a missed run shows).
+    "console-history-retention": {
+        "task": "registry.console_history_expire",
+        "schedule": 6 * 3600.0,
+    },
     "audit-delivery-sweep": {
         "task": "audit.deliver_pending",
         "schedule": float(AUDIT_DELIVERY_SWEEP_SECONDS),

@@ -28,3 +28,6 @@ CSRF_COOKIE_SECURE = True
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 KB_DB_ROLE_CHECK = env_str("KB_DB_ROLE_CHECK", "refuse")
+# Staff who log in with a local password add an authenticator app before anything else (single
+# sign-on sessions are not asked: the company's provider does the second factor).
+LOGIN_REQUIRE_TOTP = env_bool("LOGIN_REQUIRE_TOTP", True)

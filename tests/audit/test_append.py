@@ -140,7 +140,11 @@ def test_what_is_stored_is_what_was_hashed():
     appended = audit_events_append(events=[VARIED, {**VARIED, "http_status": None}])
     fields = [f.attname for f in AuditEvent._meta.concrete_fields]
     stored = AuditEvent.objects.values(*fields).get(pk=appended[0].pk)
-    assert {k: stored[k] for k in VARIED} == VARIED
+    # The hash covers a latency's three decimals, so three are what is kept: no digit that a
+    # change could hide in.
+    hashed = {**VARIED, "latency_ms": round(VARIED["latency_ms"], 3)}
+    assert hashed["latency_ms"] != VARIED["latency_ms"], "the example has digits past the third"
+    assert {k: stored[k] for k in VARIED} == hashed
     assert stored["occurred_at"] == appended[0].occurred_at
     assert verify_chain().ok  # recomputes every hash from the stored rows
 

@@ -21,7 +21,14 @@ from audit.checkpoints import (
 )
 from audit.delivery import deliver_pending
 from audit.memory_api import memory_for_checkpoint
-from audit.models import AuditCheckpoint, AuditEvent, ChainHead, CheckpointDelivery, SigningKey
+from audit.models import (
+    AuditCheckpoint,
+    AuditEvent,
+    ChainHead,
+    CheckpointDelivery,
+    DeliveryAlarm,
+    SigningKey,
+)
 from audit.reconciliation import reconcile_with_memory_api
 from audit.services import audit_events_append
 from audit.signed_note import Checkpoint, NoteError, Signer, open_checkpoint, split_note
@@ -359,6 +366,14 @@ def test_a_copy_re_signed_by_someone_else_raises_an_alarm_never_delivered(
     client.force_login(auditor)
     page = client.get("/admin/audit/auditevent/").content.decode()
     assert f"checkpoint {checkpoint.number} (hyperbook, #4)" in page
+    # The chain reads intact here, but the anchor outside our database holds another copy.
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="^not verified: 1 checkpoint conflict alarm open"):
+        call_command("verify_audit_chain", stdout=out)
+    assert "chain intact" not in out.getvalue()
+    DeliveryAlarm.objects.update(cleared_at=timezone.now())  # an operator looked into it
+    call_command("verify_audit_chain", stdout=out)
+    assert "4 events, chain intact" in out.getvalue()
 
 
 def _chain_with_anchored_checkpoints(settings, sink: MemorySink) -> None:

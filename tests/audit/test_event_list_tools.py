@@ -1,5 +1,5 @@
 """The event list an auditor works with: free-text search (action, reason by code or name, tool,
-client request id), a streamed JSONL export of the list as filtered (the export_audit format,
+client request id), the export of the list as filtered (each event proven on its own,
 each event's hash recomputable, the export audited), and the event page's links."""
 
 import re
@@ -11,9 +11,9 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.chain import event_hash
-from audit.export import EXPORT_TYPE
 from audit.models import AuditEvent
 from audit.services import audit_events_append
+from audit.verify import BUNDLE_TYPE, PROOF_TYPE
 from core.groups import ensure_default_groups
 
 pytestmark = pytest.mark.django_db
@@ -100,23 +100,23 @@ def test_free_text_search_finds_by_action_reason_tool_and_client_request_id(
     assert listed(auditor, f"q={q}") == found
 
 
-def test_the_export_streams_the_filtered_list_with_its_chain_and_is_audited(
+def test_the_export_of_a_filtered_list_proves_each_event_and_is_audited(
     events, auditor, canary_delegation
 ):
     response = auditor.get("/admin/audit/auditevent/export/?outcome__exact=allowed")
     assert response.status_code == 200 and response.streaming
     assert "attachment" in response["Content-Disposition"]
     lines = [orjson.loads(line) for line in b"".join(response.streaming_content).splitlines()]
-    header, records = lines[0], [line for line in lines if line["type"] == "audit_event"]
-    assert header["type"] == EXPORT_TYPE and header["filter"] == "outcome__exact=allowed"
-    assert header["complete"] is False
-    assert {r["outcome"] for r in records} == {"allowed"} and len(records) == 2
-    for record in records:
+    header, proven = lines[0], [line["event"] for line in lines if line["type"] == PROOF_TYPE]
+    assert header["type"] == BUNDLE_TYPE
+    assert {r["outcome"] for r in proven} == {"allowed"} and len(proven) == 2
+    for record in proven:
         assert event_hash(record) == record["hash"]
     exported = AuditEvent.objects.get(action="audit.exported")
     assert exported.changes["after"]["filter"] == "outcome__exact=allowed"
     whole = auditor.get("/admin/audit/auditevent/export/")
     text = b"".join(whole.streaming_content).decode()
+    assert text.startswith('{"type":"hyperbook.audit_export"')
     assert "registry.delegation_registered" in text and CANARY not in text
 
 

@@ -17,6 +17,7 @@ from audit.export import export_jsonl, provable_range, requested_range
 from audit.models import AuditCheckpoint, AuditEvent, AuditTreeNode, ChainHead, uuid7
 from audit.services import audit_events_append, audit_record
 from audit.signed_note import open_checkpoint
+from audit.verify import verify_export
 
 pytestmark = pytest.mark.django_db
 
@@ -186,7 +187,6 @@ def test_an_export_of_100000_events_streams_in_bounded_memory():
 
 
 def test_an_export_proves_itself_to_the_standalone_verifier(tmp_path):
-    from audit.verify import verify_export
 
     chain_with_checkpoints()
     audit_record(action="registry.server_created", outcome="changed", changes={"이름": "KB"})
@@ -205,3 +205,53 @@ def test_an_export_proves_itself_to_the_standalone_verifier(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     report = verify_export(path, [current_signer().verifier])
     assert not report.ok and report.first_bad_sequence == event["sequence"]
+
+
+def _edit(index: int, change):
+    """A tamper that changes line `index` (0-based) of the export as a JSON object."""
+
+    def tamper(lines: list[bytes]) -> None:
+        record = json.loads(lines[index])
+        change(record)
+        lines[index] = json.dumps(record, ensure_ascii=False).encode() + b"\n"
+
+    return tamper
+
+
+def _signature_twice(record: dict) -> None:
+    record["note"] += record["note"].split("\n\n")[1]
+
+
+def _swap(lines: list[bytes]) -> None:
+    lines[-3], lines[-2] = lines[-2], lines[-3]
+
+
+# What export_audit writes: the header (line 0), events #1..#51 (lines 1..51), six checkpoints.
+_TAMPERS = {
+    "crlf": (lambda lines: lines.__setitem__(slice(None), [x[:-1] + b"\r\n" for x in lines]), 1),
+    "header key": (_edit(0, lambda r: r.update(checked=True)), 1),
+    "checkpoint key": (_edit(-1, lambda r: r.update(witnessed=True)), 51),
+    "signature twice": (_edit(-2, _signature_twice), 50),
+    "checkpoints reordered": (_swap, 40),
+    "event after the checkpoints": (lambda lines: lines.append(lines.pop(51)), 51),
+    "latency's fourth decimal": (_edit(51, lambda r: r.update(latency_ms=1234.5684)), 51),
+}
+
+
+@pytest.mark.parametrize("tamper", list(_TAMPERS), ids=list(_TAMPERS))
+def test_an_export_tampered_where_its_hashes_and_signatures_cannot_see_is_refused(tmp_path, tamper):
+    chain_with_checkpoints()
+    # As /mcp records it: rounded to the three decimals the hash covers.
+    audit_events_append(events=[{"action": "mcp.tools_call", "latency_ms": round(1234.56789, 3)}])
+    path = tmp_path / "audit.jsonl"
+    with path.open("w") as out:
+        call_command("export_audit", stdout=out, stderr=io.StringIO())
+    verifiers = [current_signer().verifier]
+    assert verify_export(path, verifiers).ok
+    change, sequence = _TAMPERS[tamper]
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 1 + 51 + 6
+    change(lines)
+    path.write_bytes(b"".join(lines))
+    report = verify_export(path, verifiers)
+    assert not report.ok and report.first_bad_sequence == sequence, report.message

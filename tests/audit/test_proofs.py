@@ -224,9 +224,25 @@ def other_events_proof(lines):
     lines[2]["hashes"], lines[2]["leaf_index"] = lines[1]["hashes"], 2
 
 
+def unsigned_key(lines):
+    lines[2]["verified"] = True
+
+
+def event_with_a_type(lines):
+    lines[2]["event"]["type"] = "audit_event"
+
+
+def signature_line_twice(lines):
+    note = lines[2]["checkpoint"]
+    lines[2]["checkpoint"] = note + note.split("\n\n")[1]
+
+
 @pytest.mark.parametrize(
     ("tamper", "says"),
     [
+        (unsigned_key, "line 3: the proof holds 'verified', which no export writes or signs"),
+        (event_with_a_type, "its event is malformed: its hash does not cover 'type'"),
+        (signature_line_twice, "event #7's checkpoint holds two signatures by"),
         (changed_detail, "event #7 was altered"),
         (changed_and_rehashed, "event #7's proof does not lead to its checkpoint's root"),
         (swapped_pair, "event #7's proof does not lead"),
@@ -239,6 +255,26 @@ def test_a_tampered_bundle_fails_naming_the_event(bundle, capsys, tamper, says):
     status, said = verify_file(bundle, capsys)
     assert status == 1 and says in said, said
     assert "FAILED at #7" in said
+
+
+@pytest.mark.parametrize(
+    ("tamper", "says"),
+    [
+        (lambda lines: lines[0].update(signed_by="us"), "line 1, the header, holds 'signed_by'"),
+        (lambda lines: lines[0].update(source="other"), "the header's origin and source ("),
+    ],
+    ids=["unsigned key", "source"],
+)
+def test_a_bundle_with_a_header_no_export_writes_fails(bundle, capsys, tamper, says):
+    rewrite(bundle, tamper)
+    status, said = verify_file(bundle, capsys)
+    assert status == 1 and said.startswith(f"FAILED: {says}"), said
+
+
+def test_a_bundle_with_crlf_line_ends_fails(bundle, capsys):
+    bundle.write_bytes(bundle.read_bytes().replace(b"\n", b"\r\n"))
+    status, said = verify_file(bundle, capsys)
+    assert status == 1 and said.startswith("FAILED: line 1 holds a carriage return"), said
 
 
 def test_a_bundle_signs_a_checkpoint_when_none_covers_its_events_and_refuses_missing_ones(

@@ -15,6 +15,7 @@ import audit.verify
 from audit.chain import GENESIS_HASH, HASHED_FIELDS, event_hash, occurred_at_text
 from audit.signed_note import Checkpoint, Signer, sign_checkpoint
 from audit.verify import VerifyReport, load_verifiers, main, verify_export
+from tests.audit.witness_standin import WitnessStandIn
 
 ORIGIN = "example.org/audit/hyperbook"
 KEY_NAME = "example.org/audit"
@@ -38,7 +39,8 @@ def chain_events(n: int) -> Iterable[dict]:
             outcome="allowed",
             http_status=200,
             delegation_id=None,
-            latency_ms=None if sequence % 3 == 0 else sequence / 7,
+            # Rounded to the three decimals the hash covers, as every writer rounds it.
+            latency_ms=None if sequence % 3 == 0 else round(sequence / 7, 3),
             row_count=sequence % 50,
             masked_columns=["주민등록번호", "phone"] if sequence % 5 == 0 else [],
             prompt_length=None,
@@ -235,12 +237,37 @@ def test_a_changed_field_names_the_altered_event(export, events, change):
         lambda e: e.update(client_request_id=False),  # a falsy request id is not hashed
         lambda e: e.update(prompt_length=float("nan")),  # orjson hashes NaN as null
         lambda e: e.update(note="not covered by the hash"),
+        lambda e: e.update(latency_ms=e["latency_ms"] + 0.0004),  # hashed to three decimals
+        lambda e: e.update(client_request_id=""),  # hashed only when set, as null is
     ],
-    ids=["latency as text", "false request id", "NaN", "extra field"],
+    ids=[
+        "latency as text",
+        "false request id",
+        "NaN",
+        "extra field",
+        "latency's fourth decimal",
+        "empty request id",
+    ],
 )
 def test_a_change_the_hash_cannot_see_is_refused_by_shape(export, events, change):
     change(events[469])
     assert_fails(verify(export()), 470)
+
+
+def test_a_latency_with_a_fourth_decimal_says_which_digits_its_hash_covers(export, events):
+    assert events[469]["latency_ms"] == 67.143  # 470 / 7, as written
+    events[469]["latency_ms"] = 67.1434
+    assert event_hash(events[469]) == events[469]["hash"]  # the hash cannot see it
+    report = verify(export())
+    assert_fails(report, 470, "latency_ms has digits its hash does not cover (it hashes as 67.143)")
+
+
+def test_a_number_too_large_for_a_float_is_refused_not_read_as_infinity(export):
+    path = export()
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[470] = lines[470].replace('"prompt_length": null', '"prompt_length": 1e400')
+    path.write_text("".join(lines), encoding="utf-8")
+    assert_fails(verify(path), 470, "line 471 is not valid JSON", "1e400 is out of range")
 
 
 def test_an_altered_event_with_its_hash_recomputed_breaks_the_next_link(export, events):
@@ -503,6 +530,193 @@ def test_a_tail_cut_with_its_checkpoints_fails_when_the_header_claims_more(expor
     )
 
 
+# What no export writes: keys nobody signs, a signature twice, lines out of their order, CR LF.
+
+
+def rewrite_lines(path: Path, change: Callable[[list[bytes]], None]) -> Path:
+    """The file with its lines (bytes, each with its line end) changed in place by `change`."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    change(lines)
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def rewrite_header(path: Path, change: Callable[[dict], None]) -> Path:
+    def header(lines: list[bytes]) -> None:
+        record = json.loads(lines[0])
+        change(record)
+        lines[0] = json.dumps(record).encode() + b"\n"
+
+    return rewrite_lines(path, header)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda h: h.update(verified_by="the auditor"), "the header, holds 'verified_by'"),
+        (lambda h: h.update(exported_at="yesterday"), "exported_at ('yesterday') is not a UTC"),
+    ],
+    ids=["unknown key", "time not a time"],
+)
+def test_a_header_with_a_field_no_export_writes_is_refused(export, change, words):
+    assert verify(export()).ok
+    assert_fails(verify(rewrite_header(export(), change)), 1, words)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"verified": True}, "checkpoint 3's line holds 'verified', which no export writes"),
+        ({"head_hash": "ab" * 32}, "checkpoint 3's line holds 'head_hash' without the other"),
+    ],
+    ids=["unknown key", "half of the tree's fields"],
+)
+def test_a_checkpoint_line_with_a_field_no_export_writes_is_refused(export, change, words):
+    checkpoints = [dict(c) for c in export.checkpoints]
+    checkpoints[2].update(change)
+    assert_fails(verify(export(checkpoints)), 300, words)
+
+
+def test_a_signature_line_twice_is_refused(export):
+    checkpoints = [dict(c) for c in export.checkpoints]
+    signature_line = checkpoints[2]["note"].split("\n\n")[1]
+    checkpoints[2]["note"] += signature_line
+    assert_fails(
+        verify(export(checkpoints)),
+        300,
+        f"checkpoint 3's note holds two signatures by {KEY_NAME} (key {KEY.key_id:08x})",
+    )
+
+
+def test_checkpoint_lines_out_of_order_are_refused_naming_the_line(export):
+    checkpoints = list(export.checkpoints)
+    checkpoints[2], checkpoints[3] = checkpoints[3], checkpoints[2]  # lines 1004 and 1005
+    assert_fails(
+        verify(export(checkpoints)),
+        300,
+        "line 1005: checkpoint 3 (#300) comes after checkpoint 4 (#400)",
+        "out of order",
+    )
+
+
+@pytest.mark.parametrize(
+    ("move", "sequence", "words"),
+    [
+        (lambda lines: lines.append(lines.pop(1000)), 1000, "line 1011 is an event after"),
+        (lambda lines: lines.append(lines[500]), 1001, "line 1012 is an event after"),
+    ],
+    ids=["the last event moved", "an event repeated"],
+)
+def test_an_event_after_the_checkpoints_is_refused(export, move, sequence, words):
+    path = rewrite_lines(export(), move)
+    assert_fails(
+        verify(path), sequence, words, "the checkpoints", "an export writes its events first"
+    )
+
+
+def test_crlf_line_ends_are_refused(export):
+    path = export()
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert_fails(verify(path), 1, "line 1 holds a carriage return (CR LF line ends?)")
+
+
+@pytest.mark.parametrize(
+    ("index", "sequence", "words"),
+    [
+        (470, 470, "line 471 holds a carriage return"),  # event #470
+        (1003, 300, "line 1004 holds a carriage return"),  # checkpoint 3
+    ],
+    ids=["event", "checkpoint"],
+)
+def test_one_crlf_line_is_refused_where_it_stands(export, index, sequence, words):
+    def crlf(lines: list[bytes]) -> None:
+        lines[index] = lines[index].replace(b"\n", b"\r\n")
+
+    assert_fails(verify(rewrite_lines(export(), crlf)), sequence, words)
+
+
+def test_blank_space_around_a_line_is_refused(export):
+    def space(lines: list[bytes]) -> None:
+        lines[470] = lines[470].replace(b"}\n", b"} \n")
+
+    assert_fails(verify(rewrite_lines(export(), space)), 470, "line 471 has blank space")
+
+
+def test_a_file_without_its_last_line_feed_is_truncated(export):
+    path = export()
+    path.write_bytes(path.read_bytes()[:-1])
+    assert_fails(verify(path), 1000, "truncated: its last line (line 1011) is cut short")
+
+
+# Witnesses and the quorum.
+
+WITNESSES = [WitnessStandIn("w1.example", KEY.verifier), WitnessStandIn("w2.example", KEY.verifier)]
+WITNESS_KEYS = [a for w in WITNESSES for a in ("--witness-key", w.verifier.text())]
+
+
+def cosigned_by(line: dict, *witnesses: WitnessStandIn) -> dict:
+    """The checkpoint line with each witness's cosignature line appended to its note."""
+    text = line["note"].split("\n\n")[0] + "\n"
+    cosignatures = "".join(w.cosign(text) + "\n" for w in witnesses)
+    return {**line, "note": line["note"] + cosignatures}
+
+
+def witnessed_export(export, last_by: tuple[WitnessStandIn, ...]) -> Path:
+    """Every checkpoint cosigned by both witnesses, but the last (by `last_by`)."""
+    checkpoints = [cosigned_by(c, *WITNESSES) for c in export.checkpoints]
+    checkpoints[-1] = cosigned_by(export.checkpoints[-1], *last_by)
+    return export(checkpoints)
+
+
+def test_the_quorum_met_by_the_last_checkpoint_exits_0(export, capsys):
+    path = witnessed_export(export, last_by=tuple(WITNESSES))
+    assert (
+        main([str(path), "--public-key", KEY.verifier.text(), *WITNESS_KEYS, "--quorum", "2"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "witnessed (quorum 2 of 2): 1, 2, 3, 4, 5, 6, 7, 8, 9, 10; not witnessed: none" in out
+
+
+def test_a_last_checkpoint_short_of_the_quorum_exits_1(export, capsys):
+    path = witnessed_export(export, last_by=(WITNESSES[0],))
+    args = [str(path), "--public-key", KEY.verifier.text(), *WITNESS_KEYS]
+    assert main([*args, "--quorum", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "FAILED at #901: events from #901 on are not witnessed: checkpoint 10 (#1000), the last, "
+        "has 1 of the 2 cosignatures --quorum asks for; witnessed (quorum 2 of 2): 1, 2, 3, 4, 5, "
+        "6, 7, 8, 9; not witnessed: 10"
+    ), err
+    assert main([*args, "--quorum", "1"]) == 0
+    assert main(args) == 0  # without --quorum, only said
+    assert "not witnessed: none" in capsys.readouterr().out
+
+
+def test_a_cosignature_line_twice_is_refused_not_counted_twice(export):
+    checkpoints = [cosigned_by(c, WITNESSES[0], WITNESSES[0]) for c in export.checkpoints]
+    path = export(checkpoints)
+    witness = WITNESSES[0].verifier
+    report = verify_export(path, [KEY.verifier], witnesses=[witness], quorum=1)
+    assert_fails(report, 100, "checkpoint 1's note holds two signatures by w1.example")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ([*WITNESS_KEYS, "--quorum", "3"], "a quorum of 3 is more than the 2 witness keys given"),
+        ([*WITNESS_KEYS, "--quorum", "0"], "a quorum of 0: it must be at least 1"),
+        (["--quorum", "1"], "a quorum of 1 is more than the 0 witness keys given"),
+        ([*WITNESS_KEYS[:2], *WITNESS_KEYS[:2]], "--witness-key #2 repeats an earlier one"),
+    ],
+    ids=["more than the witnesses", "zero", "no witness", "a witness twice"],
+)
+def test_a_quorum_no_checkpoint_could_meet_is_a_usage_error(export, capsys, args, words):
+    path = witnessed_export(export, last_by=tuple(WITNESSES))
+    assert main([str(path), "--public-key", KEY.verifier.text(), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and len(err.splitlines()) == 1, err
+
+
 # Key rotation.
 
 
@@ -512,11 +726,49 @@ def rotated(export, events) -> tuple[Path, Signer, Signer]:
     return export(checkpoints), key_a, key_b
 
 
-def test_rotated_keys_verify_when_both_are_given(export, events):
+def test_rotated_keys_verify_when_the_old_one_is_given_with_its_range(export, events):
     path, key_a, key_b = rotated(export, events)
-    report = verify(path, key_a, key_b)
+    report = verify_export(
+        path, load_verifiers([f"{key_a.verifier.text()}@500", key_b.verifier.text()])
+    )
     assert report.ok, report.message
     assert report.keys == (f"{KEY_NAME}+{key_a.key_id:08x}", f"{KEY_NAME}+{key_b.key_id:08x}")
+
+
+def test_a_second_key_without_its_range_exits_2_naming_both(export, events, capsys):
+    """Two keys without a range: one of them is retired, and would vouch for whatever it signs."""
+    path, key_a, key_b = rotated(export, events)
+    status = main(
+        [str(path), "--public-key", key_a.verifier.text(), "--public-key", key_b.verifier.text()]
+    )
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("error: 2 keys are given without @SIZE")
+    assert f"+{key_a.key_id:08x}" in err and f"+{key_b.key_id:08x}" in err
+    assert len(err.splitlines()) == 1
+    with pytest.raises(audit.verify.Unverifiable, match="without @SIZE"):
+        verify(path, key_a, key_b)
+
+
+def test_a_retired_key_forged_beyond_its_range_fails_once_it_is_given_with_it(export, events):
+    """The old key's holder re-signs the new key's checkpoints: given without its range (beside
+    the current key) it is refused as a usage error; with its range, its checkpoint 6 fails."""
+    path, key_a, key_b = rotated(export, events)
+    checkpoints = checkpoints_for(events, signer=lambda k: key_a)
+    forged = export(checkpoints, name="forged.jsonl")
+    keys = [f"{key_a.verifier.text()}@500", key_b.verifier.text()]
+    assert_fails(
+        verify_export(forged, load_verifiers(keys)), 600, "checkpoint 6", "retired after #500"
+    )
+    assert verify_export(path, load_verifiers(keys)).ok
+
+
+def test_a_key_given_twice_keeps_its_smaller_range(export):
+    path = export()
+    keys = [KEY.verifier.text(), f"{KEY.verifier.text()}@700", f"{KEY.verifier.text()}@500"]
+    verifiers = load_verifiers(keys)
+    assert [v.last_size for v in verifiers] == [500]
+    assert_fails(verify_export(path, verifiers), 600, "retired after #500")
 
 
 def test_with_only_the_old_key_the_first_checkpoint_of_the_new_one_fails(export, events):
@@ -552,7 +804,7 @@ def test_a_retired_keys_size_is_decimal(capsys):
 def test_keys_can_come_from_a_file_with_comments(export, events, tmp_path, capsys):
     path, key_a, key_b = rotated(export, events)
     keys = tmp_path / "keys.txt"
-    keys.write_text(f"# 2026 rotation\n{key_a.verifier.text()}\n\n{key_b.verifier.text()}\n")
+    keys.write_text(f"# 2026 rotation\n{key_a.verifier.text()}@500\n\n{key_b.verifier.text()}\n")
     assert main([str(path), "--public-key", f"@{keys}"]) == 0
     assert capsys.readouterr().out.startswith("ok: 1000 events")
 

@@ -134,18 +134,65 @@ def test_the_verifiers_report_which_checkpoints_meet_the_quorum(witnesses, tmp_p
     path = tmp_path / "export.jsonl"
     path.write_text(export.getvalue())
     public = ["--public-key", current_signer().verifier.text()]
-    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 0
-    assert expected in capsys.readouterr().out
-    assert verify_main([str(path), *public, *keys[:2]]) == 0
+    assert verify_main([str(path), *public, *keys]) == 0  # without --quorum, only said
+    assert "witnessed (quorum 1 of 2): 1, 2; not witnessed: none" in capsys.readouterr().out
+    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 1
+    assert capsys.readouterr().err == (
+        "FAILED at #5: events from #5 on are not witnessed: checkpoint 2 (#7), the last, has 1 of "
+        f"the 2 cosignatures --quorum asks for; {expected}\n"
+    )
+    assert verify_main([str(path), *public, *keys[:2], "--quorum", "1"]) == 0
     assert "witnessed (quorum 1 of 1): 1, 2; not witnessed: none" in capsys.readouterr().out
 
     bundle = io.StringIO()
     call_command("export_audit", "--prove", "2", stdout=bundle, stderr=io.StringIO())
     path.write_text(bundle.getvalue())
-    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 0
-    assert "witnessed (quorum 2 of 2): none; not witnessed: the one at size 7" in (
-        capsys.readouterr().out
+    assert verify_main([str(path), *public, *keys, "--quorum", "2"]) == 1
+    assert capsys.readouterr().err == (
+        "FAILED at #2: event #2 is not witnessed: the checkpoint it is proven in (size 7) has 1 "
+        "of the 2 cosignatures --quorum asks for; witnessed (quorum 2 of 2): none; not "
+        "witnessed: the one at size 7\n"
     )
+    assert verify_main([str(path), *public, *keys, "--quorum", "1"]) == 0
+
+
+def test_verify_audit_chain_fails_while_the_latest_checkpoint_is_short_of_the_quorum(witnesses):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    _, two = witnesses
+    checkpoint_after(4)
+    witness_latest("hyperbook")
+    two.mode = "down"
+    checkpoint_after(3)
+    witness_latest("hyperbook")
+    with pytest.raises(CommandError, match=r"^checkpoint 2, the latest, has 1 of the 2 witness"):
+        call_command("verify_audit_chain", "--quorum", "2", stdout=io.StringIO())
+    call_command("verify_audit_chain", "--quorum", "1", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="a quorum of 3 is more than the 2 witness keys in AUD"):
+        call_command("verify_audit_chain", "--quorum", "3", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="a quorum of 0: it must be at least 1"):
+        call_command("verify_audit_chain", "--quorum", "0", stdout=io.StringIO())
+    # Once the second witness cosigns the latest, the quorum is met.
+    two.mode = "honest"
+    witness_latest("hyperbook")
+    out = io.StringIO()
+    call_command("verify_audit_chain", "--quorum", "2", stdout=out)
+    assert "witnessed (quorum 2 of 2): 1, 2; not witnessed: none" in out.getvalue()
+
+
+def test_verify_audit_chain_refuses_a_quorum_without_witnesses(settings):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.AUDIT_WITNESSES = []
+    checkpoint_after(2)
+    with pytest.raises(CommandError, match="a quorum of 1 is more than the 0 witness keys"):
+        call_command("verify_audit_chain", "--quorum", "1", stdout=io.StringIO())
 
 
 @pytest.mark.parametrize(

@@ -125,8 +125,11 @@ def test_a_failed_write_fails_only_its_own_request(batches, writer):
             writer.record(event(3)),
         )
     )
-    assert results[0] is None and results[2] is None
     assert isinstance(results[1], ValueError)
+    # The others are told where their event is: its id and sequence, as committed.
+    for appended in (results[0], results[2]):
+        stored = AuditEvent.objects.get(id=appended.event_id)
+        assert stored.sequence == appended.sequence
     assert batches.sizes == [1, 3, 1, 1, 1]  # the batch failed, then each event on its own
     stored = set(AuditEvent.objects.values_list("request_id", flat=True))
     assert stored == {"writer-test-0", "writer-test-1", "writer-test-3"}

@@ -476,3 +476,39 @@ def test_an_auditor_is_offered_no_revoking(pages_site, browser, language):  # no
     page.wait_for_selector("#result_list")  # auditors see the delegations, and cannot end them
     assert page.locator("select[name=action] option[value=revoke_selected]").count() == 0
     page.close()
+
+
+REFUSED_LABELS = {"ko": "질문 거부", "en": "Question refused"}
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_a_refused_question_reads_as_refused_to_an_auditor(pages_site, world, browser, language):  # noqa: F811
+    import httpx
+
+    from tests.mcpserver.conftest import MCP_HEADERS, call
+
+    asked = httpx.post(
+        f"{pages_site}/mcp",
+        json=call("고객들의 청구 내역"),
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {world.tokens['KB-P-001']}"},
+        timeout=60,
+    )
+    assert asked.json()["result"]["isError"], "the tool refuses a question about claims"
+    request_id = asked.headers["x-request-id"]
+    page = logged_in(browser, pages_site, "pages-auditor", language, "/admin/")
+    refusals = int(page.inner_text("li[data-figure=refusals] .figure-value").replace(",", ""))
+    assert refusals >= 1, "the dashboard counts it as refused"
+    page.click("li[data-figure=refusals] a")
+    page.wait_for_selector("#changelist")
+    row = page.locator("#result_list tbody tr", has_text=request_id)
+    assert row.count() == 1, "the refused filter lists it"
+    assert REFUSED_LABELS[language] in row.inner_text()
+    row.locator("th a").click()
+    page.wait_for_selector("#content")
+    body = page.inner_text("#content")
+    assert (
+        REFUSED_LABELS[language] in body
+        and "out_of_data" not in body.split(REFUSED_LABELS[language])[0]
+    )
+    shot(page, f"refused-question-auditor-{language}")
+    page.close()

@@ -104,7 +104,16 @@ CASES = {
         ("KB-P-001", None, {"Host": "evil.example"}, "POST"),
         (403, "mcp.request", "refused_host", "host"),
     ),
-    "a GET": (("KB-P-001", b"", None, "GET"), (405, "mcp.request", "malformed", "method")),
+    # The spec's probes, declined as it allows: recorded as what they are, not as malformed.
+    "a GET for a server stream": (
+        ("KB-P-001", b"", {"Accept": "text/event-stream"}, "GET"),
+        (405, "mcp.stream_open", "not_offered", ""),
+    ),
+    "a DELETE ending a session": (
+        ("KB-P-001", b"", {"Mcp-Session-Id": "s-1"}, "DELETE"),
+        (405, "mcp.session_end", "not_offered", ""),
+    ),
+    "a PUT": (("KB-P-001", b"", None, "PUT"), (405, "mcp.request", "malformed", "method")),
     "a wrong content type": (
         ("KB-P-001", None, {"Content-Type": "text/plain"}, "POST"),
         (415, "mcp.request", "malformed", "content_type"),
@@ -127,15 +136,15 @@ CASES = {
     ),
     "a condition on a masked column": (
         ("KB-H-001", call("고객 전화번호 순으로"), None, "POST"),
-        (200, "mcp.tools_call", "allowed", "masked_condition"),
+        (200, "mcp.tools_call", "refused", "masked_condition"),
     ),
     "a question with a word the reader cannot use": (
         ("KB-P-001", call("VIP 고객 xyzzy 목록"), None, "POST"),
-        (200, "mcp.tools_call", "allowed", "unread_words"),
+        (200, "mcp.tools_call", "refused", "unread_words"),
     ),
     "a question about data the KB does not hold": (
         ("KB-P-001", call("고객 주소 목록"), None, "POST"),
-        (200, "mcp.tools_call", "allowed", "out_of_data"),
+        (200, "mcp.tools_call", "refused", "out_of_data"),
     ),
 }
 

@@ -72,7 +72,7 @@ def test_metrics_count_known_traffic_across_workers_and_leak_nothing(counted_ser
     assert value(samples, requests, action="mcp.tools_call", outcome="allowed", reason="-") == 1
     assert (
         value(
-            samples, requests, action="mcp.tools_call", outcome="allowed", reason="masked_condition"
+            samples, requests, action="mcp.tools_call", outcome="refused", reason="masked_condition"
         )
         == 1
     )

@@ -8,7 +8,7 @@ from django.test import Client
 
 from core.groups import AUDITORS, MCP_ADMINS, ensure_default_groups
 from registry.models import TokenDelegation
-from signin.models import StakeholderLogin
+from signin.models import SsoIdentity, StakeholderLogin
 from tests.signin.conftest import authorize_params, consent_form, linked_user, new_pkce, sign_in
 
 # Every action as every role, each in a fresh world: the full run holds it, not the quick loop.
@@ -21,6 +21,8 @@ MATRIX = {
     "consent.approve": {"owner", "other_user"},  # a login linked to a stakeholder
     "admin.view_stakeholder_links": {"mcp_admin", "auditor", "superuser"},
     "admin.add_stakeholder_link": {"mcp_admin", "superuser"},
+    "admin.view_sso_identities": {"mcp_admin", "auditor", "superuser"},
+    "admin.delete_sso_identity": set(),  # read only: the provider decides
 }
 
 
@@ -39,6 +41,7 @@ def world(kb, client_app):
     }
     users["mcp_admin"].groups.add(Group.objects.get(name=MCP_ADMINS))
     users["auditor"].groups.add(Group.objects.get(name=AUDITORS))
+    SsoIdentity.objects.create(user=owner, issuer="https://login.corp.example", subject="sub-owner")
     _, answer = sign_in(Client(), client_app, owner)
     grant = TokenDelegation.objects.get(source=TokenDelegation.Source.SIGNED_IN)
     return {"users": users, "grant": grant, "app": client_app}
@@ -79,6 +82,13 @@ def do(action, client, world) -> bool:
             "/admin/signin/stakeholderlogin/add/", {"user": staff.pk, "stakeholder": target.pk}
         )
         return StakeholderLogin.objects.filter(user=staff).exists()
+    if action == "admin.view_sso_identities":
+        page = client.get("/admin/signin/ssoidentity/")
+        return page.status_code == 200 and b"sub-owner" in page.content
+    if action == "admin.delete_sso_identity":
+        identity = SsoIdentity.objects.get(subject="sub-owner")
+        client.post(f"/admin/signin/ssoidentity/{identity.pk}/delete/", {"post": "yes"})
+        return not SsoIdentity.objects.filter(pk=identity.pk).exists()
     raise AssertionError(action)
 
 
