@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MANAGE := $(BIN)/python manage.py
 TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/hyperbook
 
-.PHONY: run test test-fast lint format messages bench clean chromium golang
+.PHONY: run test test-fast lint format messages bench clean chromium rsyslog golang
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,14 @@ chromium:
 		apt-get update -qq && apt-get install -y -qq chromium fonts-nanum >/dev/null; } || \
 		echo "chromium is not installed: the browser tests will say so"
 
+# The syslog sink's tests run Debian's rsyslogd and its TLS driver (rsyslog-gnutls) on loopback,
+# as the test's own child process; installed like chromium.
+rsyslog:
+	@{ [ -x /usr/sbin/rsyslogd ] && ls /usr/lib/*/rsyslog/lmnsd_gtls.so >/dev/null 2>&1; } || \
+		{ [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		apt-get install -y -qq rsyslog rsyslog-gnutls >/dev/null; } || \
+		echo "rsyslog is not installed: the syslog sink tests will say so"
+
 # An independent verifier of our checkpoints and proofs is built from Debian's Go and its
 # golang.org/x/mod sources (no module download); installed like chromium.
 golang:
@@ -52,7 +60,7 @@ golang:
 # SQLite first (the embedded default), then every database test again on PostgreSQL; each file's
 # tests on one of two workers, then the tests that time themselves with the machine to themselves.
 PARALLEL := -n 2 --dist loadfile
-test: lint chromium golang
+test: lint chromium rsyslog golang
 	$(BIN)/pytest $(PARALLEL) -m "not alone"
 	DATABASE_URL=$(TEST_POSTGRES_URL) $(BIN)/pytest $(PARALLEL) -m "db and not alone"
 	$(BIN)/pytest -m alone

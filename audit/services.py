@@ -14,6 +14,7 @@ from django.utils import timezone
 from audit import merkle
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditEvent, AuditTreeNode, ChainHead, uuid7
+from core.redaction import redact_secrets
 from core.tokens import keyed_fingerprint
 
 logger = logging.getLogger("hyperbook.audit")
@@ -239,8 +240,9 @@ def _queue_delivery(last_sequence: int) -> None:
 
 
 def client_text(value, limit: int = 128) -> str:
-    """What a client sent, fit for a column: no NUL, no lone surrogate, cut to `limit`."""
-    text = str(value or "")[:limit].replace("\x00", "\\x00")
+    """What a client sent, fit for a column: nothing shaped like a secret (a token pasted into a
+    User-Agent stays out of the log), no NUL, no lone surrogate, cut to `limit`."""
+    text = redact_secrets(str(value or ""))[:limit].replace("\x00", "\\x00")
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

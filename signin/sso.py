@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from audit.services import client_text
 from signin.sso_accounts import Claims, SsoRefused, sso_refusal_record, sso_sign_in
 
 logger = logging.getLogger(__name__)
@@ -34,8 +35,8 @@ _NEXT_SESSION_KEY = "oidc_login_next"
 
 def _request_origin(request) -> dict[str, str]:
     return {
-        "client_address": request.META.get("REMOTE_ADDR", "")[:64],
-        "user_agent": request.META.get("HTTP_USER_AGENT", "")[:256],
+        "client_address": client_text(request.META.get("REMOTE_ADDR", ""), 64),
+        "user_agent": client_text(request.META.get("HTTP_USER_AGENT", ""), 256),
     }
 
 

@@ -3,9 +3,11 @@ as an admin and as an auditor, in Korean and in English: the console's chart aga
 the access page against the CSV files, the audit overview, the agent set-up page. Screenshots go
 to test-artifacts/ (a token is masked out of every one)."""
 
+import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
@@ -17,6 +19,7 @@ from registry.presets import write_token_presets
 from tests.browser.test_console_browser import ARTIFACTS, PASSWORD, browser  # noqa: F401
 from tests.kb.conftest import demo_rows, expected_customer_ids
 from tests.live import live_server
+from tests.mcpserver.conftest import MCP_HEADERS, call
 from tests.registry.test_access_page import truth_counts
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
@@ -345,7 +348,14 @@ def test_server_health_and_check_now(pages_site, browser, username, language):  
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
 @pytest.mark.parametrize("username", USERS)
-def test_the_event_list_searches_exports_and_links(pages_site, browser, username, language):  # noqa: F811
+def test_the_event_list_searches_exports_and_links(
+    pages_site,
+    world,
+    browser,  # noqa: F811
+    username,
+    language,
+):
+    ask(pages_site, world, "담당 고객 목록")  # at least one tool call to find and export
     page = logged_in(browser, pages_site, username, language, "/admin/audit/auditevent/")
     assert "보기위한" not in page.inner_text("h1")
     page.fill("#searchbar", "mcp.tools_call")
@@ -354,8 +364,10 @@ def test_the_event_list_searches_exports_and_links(pages_site, browser, username
     with page.expect_download() as download:
         page.click("#export-jsonl")
     text = open(download.value.path(), encoding="utf-8").read()
-    assert text.startswith('{"type":"hyperbook.audit_export"')
-    assert "q=mcp.tools_call" in text.splitlines()[0]
+    # A filtered list is each of its events proven on its own: a proof bundle.
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["type"] == "hyperbook.audit_proof"
+    assert lines[1:] and {line["event"]["action"] for line in lines[1:]} == {"mcp.tools_call"}
     if page.locator("#result_list tbody tr").count():
         page.locator("#result_list tbody tr th a").first.click()
         page.wait_for_selector("#content")
@@ -481,18 +493,19 @@ def test_an_auditor_is_offered_no_revoking(pages_site, browser, language):  # no
 REFUSED_LABELS = {"ko": "질문 거부", "en": "Question refused"}
 
 
-@pytest.mark.parametrize("language", list(LANGUAGES))
-def test_a_refused_question_reads_as_refused_to_an_auditor(pages_site, world, browser, language):  # noqa: F811
-    import httpx
-
-    from tests.mcpserver.conftest import MCP_HEADERS, call
-
-    asked = httpx.post(
-        f"{pages_site}/mcp",
-        json=call("고객들의 청구 내역"),
+def ask(url: str, world, prompt: str) -> httpx.Response:
+    """The tool asked as KB-P-001, straight over /mcp."""
+    return httpx.post(
+        f"{url}/mcp",
+        json=call(prompt),
         headers={**MCP_HEADERS, "Authorization": f"Bearer {world.tokens['KB-P-001']}"},
         timeout=60,
     )
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_a_refused_question_reads_as_refused_to_an_auditor(pages_site, world, browser, language):  # noqa: F811
+    asked = ask(pages_site, world, "고객들의 청구 내역")
     assert asked.json()["result"]["isError"], "the tool refuses a question about claims"
     request_id = asked.headers["x-request-id"]
     page = logged_in(browser, pages_site, "pages-auditor", language, "/admin/")

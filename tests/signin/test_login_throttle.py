@@ -286,3 +286,11 @@ def test_one_address_cannot_flood_the_log_but_every_lock_is_recorded(client, ops
     # Another address has its own budget.
     attempt(client, "/admin/login/", "ops", "wrong", address="10.15.0.2")
     assert len(events(AuditEvent.Action.AUTH_LOGIN_FAILED)) == 4
+
+
+def test_a_token_pasted_into_the_user_agent_stays_out_of_the_audit(client, ops):
+    canary = "hbvpd_" + "UserAgentCanaryToken0123456789abcdefghijk"
+    attempt(client, "/oauth/login/", "ops", "wrong-password", HTTP_USER_AGENT=f"agent {canary}")
+    (failed,) = events(AuditEvent.Action.AUTH_LOGIN_FAILED)
+    assert failed.user_agent == "agent [redacted]"
+    assert canary not in repr(AuditEvent.objects.values_list())

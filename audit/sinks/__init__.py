@@ -1,0 +1,1 @@
+"""Where audit events are delivered: the Sink interface (base) and its implementations."""
