@@ -246,6 +246,15 @@ def client_text(value, limit: int = 128) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def request_origin(meta) -> dict[str, str]:
+    """Where a request came from, as an event records it: the address and the User-Agent from a
+    Django request's META (oauthlib's request headers are the same mapping), fitted and redacted."""
+    return {
+        "client_address": client_text(meta.get("REMOTE_ADDR", ""), 64),
+        "user_agent": client_text(meta.get("HTTP_USER_AGENT", ""), 256),
+    }
+
+
 class BudgetAdmission(NamedTuple):
     record: bool  # record this event
     first_past: bool  # it is the first past the budget: say so, and that the rest go unrecorded

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
 from audit.models import AuditEvent
-from audit.services import audit_record, client_text, refusal_budget_admit
+from audit.services import audit_record, client_text, refusal_budget_admit, request_origin
 from kb.models import Stakeholder
 from kb.policy import query_refusal
 from registry.delegations import DelegationError, delegation_grant, delegation_revoke
@@ -155,8 +155,8 @@ def token_refusal_record(request, refusal: TokenRefusal, delegation=None, reason
     """An audit event for a refused token request (`request` is oauthlib's: its headers are the
     Django request's META). Names the client, the grant type and the grant, never a secret;
     `reason` (what the client was told) follows the refusal in the detail."""
-    headers = getattr(request, "headers", None) or {}
-    address = client_text(headers.get("REMOTE_ADDR", ""), 64)
+    origin = request_origin(getattr(request, "headers", None) or {})
+    address = origin["client_address"]
     detail = f"{refusal}: {client_text(reason, 256)}" if reason else str(refusal)
     if refusal in _BUDGETED:
         admission = refusal_budget_admit(kind="token-refusals", address=address)
@@ -168,8 +168,7 @@ def token_refusal_record(request, refusal: TokenRefusal, delegation=None, reason
         action=AuditEvent.Action.OAUTH_TOKEN_REFUSED,
         outcome=AuditEvent.Outcome.FORBIDDEN,
         http_status=400,
-        client_address=address,
-        user_agent=client_text(headers.get("HTTP_USER_AGENT", ""), 256),
+        **origin,
         stakeholder_id=delegation.stakeholder_id if delegation is not None else "",
         delegation_id=delegation.pk if delegation is not None else None,
         actor="system",

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from audit.models import AuditEvent
-from audit.services import audit_record, client_text
+from audit.services import audit_record, request_origin
 
 # Sessions signed in through the company's identity provider: the provider does the second factor
 # (with its own policy and devices), so hyperbook never asks them for a code.
@@ -90,15 +90,13 @@ def totp_device_remove(*, user, actor, request=None) -> bool:
 def _device_change_record(action: AuditEvent.Action, *, user, actor, request) -> None:
     present = {"authenticator_app": "totp"}
     added = action == AuditEvent.Action.TOTP_DEVICE_ADDED
-    meta = request.META if request is not None else {}
     audit_record(
         action=action,
         outcome=AuditEvent.Outcome.CHANGED,
         actor=actor.get_username() if actor is not None else "system",
         target=f"user:{user.get_username()}",
         changes={"before": None if added else present, "after": present if added else None},
-        client_address=client_text(meta.get("REMOTE_ADDR", ""), 64),
-        user_agent=client_text(meta.get("HTTP_USER_AGENT", ""), 256),
+        **request_origin(request.META if request is not None else {}),
     )
 
 

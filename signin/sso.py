@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from audit.services import client_text
+from audit.services import request_origin
 from signin.sso_accounts import Claims, SsoRefused, sso_refusal_record, sso_sign_in
 
 logger = logging.getLogger(__name__)
@@ -34,10 +34,16 @@ _NEXT_SESSION_KEY = "oidc_login_next"
 
 
 def _request_origin(request) -> dict[str, str]:
-    return {
-        "client_address": client_text(request.META.get("REMOTE_ADDR", ""), 64),
-        "user_agent": client_text(request.META.get("HTTP_USER_AGENT", ""), 256),
-    }
+    return request_origin(request.META)
+
+
+def _own_page(request, url: str | None) -> str:
+    """`url` when it is one of our own pages (the same check as signin.views), else ""."""
+    if url and url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return url
+    return ""
 
 
 class SsoBackend(OIDCAuthenticationBackend):
@@ -118,18 +124,14 @@ class SsoCallbackView(_OnlyWhenConfigured, OIDCAuthenticationCallbackView):
             )
         messages.error(self.request, refusal or _("회사 계정으로 로그인하지 못했습니다."))
         login = reverse(settings.LOGIN_URL)
-        wanted = self.request.session.get(_NEXT_SESSION_KEY)
-        if wanted and url_has_allowed_host_and_scheme(
-            wanted, allowed_hosts={self.request.get_host()}, require_https=self.request.is_secure()
-        ):
+        wanted = _own_page(self.request, self.request.session.get(_NEXT_SESSION_KEY))
+        if wanted:
             login = f"{login}?{urlencode({'next': wanted})}"
         return HttpResponseRedirect(login)
 
     @property
     def success_url(self):
-        wanted = self.request.session.pop(_NEXT_SESSION_KEY, None)
-        if wanted and url_has_allowed_host_and_scheme(
-            wanted, allowed_hosts={self.request.get_host()}, require_https=self.request.is_secure()
-        ):
+        wanted = _own_page(self.request, self.request.session.pop(_NEXT_SESSION_KEY, None))
+        if wanted:
             return wanted
         return reverse("admin:index" if self.user.is_staff else "signin:my-agents")

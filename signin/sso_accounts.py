@@ -52,7 +52,7 @@ class Claims:
         groups = userinfo.get(settings.OIDC_GROUPS_CLAIM) or []
         if isinstance(groups, str):  # some providers send one group as a bare string
             groups = [groups]
-        stakeholder = userinfo.get(settings.OIDC_STAKEHOLDER_CLAIM) or ""
+        stakeholder = userinfo.get(settings.OIDC_STAKEHOLDER_CLAIM)
         return cls(
             issuer=issuer,
             subject=_claim_text(userinfo.get("sub"), 255),
@@ -60,7 +60,7 @@ class Claims:
             email=_claim_text(userinfo.get("email"), 254),
             name=_claim_text(userinfo.get("name"), 150),
             groups=frozenset(_claim_text(group, 255) for group in groups if group),
-            stakeholder_id=_claim_text(stakeholder, 16) if isinstance(stakeholder, str) else "",
+            stakeholder_id=_claim_text(stakeholder, 16),
         )
 
     def product_groups(self) -> set[str]:
